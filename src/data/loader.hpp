@@ -1,0 +1,62 @@
+#pragma once
+// Fixed-length training instances over a token file, and fixed evaluation batches.
+//
+// An instance is seq_len + 1 consecutive tokens: inputs are the first seq_len, targets the last
+// seq_len. Instance i starts at token i * seq_len, so there are (size - 1) / seq_len instances
+// (a file shorter than seq_len + 1 tokens is an error naming the file and both lengths).
+// The order of instances in an epoch is a permutation that is a pure function of (seed, epoch),
+// the same on every machine (own Fisher-Yates over splitmix64, no std:: distribution).
+#include <cstdint>
+#include <vector>
+
+#include "data/token_file.hpp"
+
+namespace asteria {
+
+// Where the loader is: the epoch and the number of instances of that epoch already served.
+struct LoaderPosition {
+  uint64_t epoch = 0;
+  uint64_t index = 0;
+  bool operator==(const LoaderPosition&) const = default;
+};
+
+// Permutation of [0, n) for (seed, epoch).
+std::vector<uint64_t> epoch_permutation(uint64_t n, uint64_t seed, uint64_t epoch);
+
+class TrainLoader {
+ public:
+  TrainLoader(const TokenFile& file, int seq_len, uint64_t seed);
+  uint64_t num_instances() const { return num_instances_; }
+  // Fills `batch` instances into inputs/targets (batch x seq_len each, row-major) and advances;
+  // crosses into the next epoch (new permutation) when this one is exhausted.
+  void next_batch(int batch, int32_t* inputs, int32_t* targets);
+  LoaderPosition position() const { return pos_; }
+  // Continues from a saved position; an index beyond the epoch is an error.
+  void restore(const LoaderPosition& pos);
+
+ private:
+  void load_instance(uint64_t instance, int32_t* inputs, int32_t* targets) const;
+  const TokenFile& file_;
+  int seq_len_;
+  uint64_t seed_;
+  uint64_t num_instances_;
+  LoaderPosition pos_;
+  std::vector<uint64_t> order_;   // permutation of the current epoch
+};
+
+// The first max_batches * batch instances of a file, in file order: the same batches at every
+// evaluation. Fewer when the file is short (at least one full batch is required).
+class EvalBatches {
+ public:
+  EvalBatches(const TokenFile& file, int seq_len, int batch, int max_batches);
+  int count() const { return count_; }
+  void get(int b, int32_t* inputs, int32_t* targets) const;
+
+ private:
+  const TokenFile& file_;
+  int seq_len_;
+  int batch_;
+  int count_;
+};
+
+}  // namespace asteria

@@ -1,0 +1,79 @@
+#pragma once
+// The OLMo-family decoder as a sequence of layers, each a forward/backward pair over one flat
+// parameter buffer (see param_table.hpp). The plan calls the layers one at a time:
+//
+//   layer 0            "embed"     token embedding                      wte [E, C]
+//   layer 1..N         "blocks.i"  attention + SwiGLU MLP               see block.hpp
+//   layer N+1          "head"      final norm, LM head, loss            [norm_f [C]] [lm_head [E, C]]
+//
+// (E = embedding_size, C = d_model.) With tied embeddings the head reads wte and accumulates
+// its gradient into layer 0's gradient buffer, so embed's backward must run after head's.
+//
+// Contract of one micro-batch:
+//   set_batch(inputs, targets)                 B x T token ids each (targets = inputs shifted)
+//   forward(0) .. forward(N+1)                 forward(N+1) computes the loss (mean over B*T,
+//                                              plus z-loss when configured) and returns it
+//   backward(N+1) .. backward(0)               gradients are *added* (scaled by grad_scale) to
+//                                              the gradient buffers, so micro-batches accumulate;
+//                                              zero_grads() starts a step
+// T is float for training and double for finite-difference checks. All buffers (parameters,
+// gradients, activations) are allocated once in the constructor for the given batch size.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model_config.hpp"
+#include "model/param_table.hpp"
+
+namespace asteria {
+
+template <class T>
+class Model {
+ public:
+  Model(const ModelConfig& cfg, int batch);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const;
+  int batch() const;
+  int num_layers() const;                          // n_layers + 2
+  const std::string& layer_name(int l) const;
+  const ParamTable& table(int l) const;
+  T* params(int l);
+  T* grads(int l);
+  size_t num_params() const;                       // all layers
+
+  // Initializes every parameter from the config's init scheme; a pure function of the seed.
+  void init(uint64_t seed);
+  void zero_grads();
+
+  void set_batch(const int32_t* inputs, const int32_t* targets);
+  // Runs layer l forward. Returns the loss for the head layer, 0 otherwise.
+  double forward(int l);
+  // Runs layer l backward, adding grad_scale * dLoss/dparams to grads(l) (and to grads(0) for
+  // the tied head).
+  void backward(int l, double grad_scale);
+
+  // Loss parts of the last head forward.
+  double last_ce_loss() const;
+  double last_z_loss() const;
+
+  // Bytes of activation memory held for backward (for reports).
+  size_t activation_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template class Model<float>;
+extern template class Model<double>;
+
+// Parameter count and tables without allocating a model (for --dry-run of big presets).
+std::vector<ParamTable> model_param_tables(const ModelConfig& cfg);
+// Activation bytes a Model<float> of this config and micro-batch would allocate.
+size_t model_activation_bytes(const ModelConfig& cfg, int batch);
+
+}  // namespace asteria

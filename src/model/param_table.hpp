@@ -1,0 +1,41 @@
+#pragma once
+// Parameters of one layer live in one flat buffer described by a table of named tensors
+// (llm.c style): a layer is one contiguous range to shard, gather, save and optimize.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteria {
+
+// What a tensor is, for the optimizer (weight-decay exclusion, preconditioning) and reports.
+enum class ParamClass { Embedding, Matrix, Norm };
+
+struct ParamEntry {
+  std::string name;             // full name, e.g. "blocks.0.att_qkv"
+  std::vector<int64_t> shape;   // [rows, cols] for matrices (out x in), [n] for vectors
+  size_t offset = 0;            // in elements from the start of the layer's buffer
+  size_t numel = 0;
+  ParamClass cls = ParamClass::Matrix;
+};
+
+struct ParamTable {
+  std::vector<ParamEntry> entries;
+  size_t numel = 0;
+
+  // Appends a tensor at the end of the layer's buffer and returns its offset.
+  size_t add(std::string name, std::vector<int64_t> shape, ParamClass cls) {
+    size_t n = 1;
+    for (auto s : shape) n *= static_cast<size_t>(s);
+    entries.push_back({std::move(name), std::move(shape), numel, n, cls});
+    numel += n;
+    return entries.back().offset;
+  }
+  const ParamEntry* find(const std::string& name) const {
+    for (auto& e : entries)
+      if (e.name == name) return &e;
+    return nullptr;
+  }
+};
+
+}  // namespace asteria
