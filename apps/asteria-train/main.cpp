@@ -1,1 +1,71 @@
-int main() { return 0; }
+// asteria-train: trains an OLMo-style model from a YAML config.
+//   asteria-train --config FILE.yaml [--set key=value ...] [--dry-run] [--print-plan]
+// Exit codes: 0 success, 1 bad input (config, data, command line), 2 internal error.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "train/config.hpp"
+#include "train/dry_run.hpp"
+#include "train/trainer.hpp"
+
+namespace {
+
+// Multi-rank training is a later issue: refuse a launch with several ranks instead of having
+// every rank train the same model alone.
+void refuse_multi_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    const char* v = std::getenv(var);
+    if (v && std::atoi(v) > 1)
+      asteria::fail("launched with ", v, " ranks (", var, "), but multi-rank training is not built "
+                    "yet in this version of asteria-train; run one process");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"asteria-train: train an OLMo-style language model"};
+  std::string config_path;
+  std::vector<std::string> overrides;
+  bool dry_run = false, print_plan = false;
+  int64_t plan_step = 1;
+  app.add_option("--config,-c", config_path, "YAML config file (see configs/)")->required();
+  app.add_option("--set,-s", overrides, "override a config key: dotted.key=value (repeatable)")
+      ->take_all();
+  app.add_flag("--dry-run", dry_run,
+               "validate the config, print it resolved with parameter count, memory estimate and "
+               "FLOPs per token, and exit");
+  app.add_flag("--print-plan", print_plan, "print the layer-execution plan of a step and exit");
+  app.add_option("--plan-step", plan_step, "the step whose plan --print-plan prints")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    asteria::Config cfg = asteria::load_config(config_path, overrides);
+    if (dry_run) {
+      std::cout << asteria::dry_run_report(cfg);
+      return 0;
+    }
+    if (print_plan) {
+      std::cout << asteria::describe_step_plan(cfg, plan_step);
+      return 0;
+    }
+    refuse_multi_rank();
+    asteria::Trainer trainer(cfg);
+    asteria::TrainResult r = trainer.run();
+    std::printf("done: %lld steps, final loss %.4f", static_cast<long long>(cfg.train.steps),
+                r.final_loss);
+    if (r.final_eval_loss >= 0) std::printf(", final eval loss %.4f", r.final_eval_loss);
+    std::printf(", %.0f tokens/s; outputs in %s\n", r.tokens_per_s, cfg.run.dir.c_str());
+    return 0;
+  } catch (const asteria::Error& e) {
+    std::fprintf(stderr, "asteria-train: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "asteria-train: internal error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,61 @@
+#pragma once
+// The layer-execution plan of one step: an explicit, ordered list of operations over the
+// model's layers, built before the step runs (DESIGN.md "The plan").
+//
+// An Op names what it does (kind), where it runs (lane), the layer/block/micro-batch it touches,
+// the states it reads and writes, and the ops it depends on. Ops are stored in an order that is
+// a valid schedule of the compute lane: every dependency of an op appears before it.
+// Subsystems add their ops through PlanContributor (plan_builder.hpp); the Executor
+// (executor.hpp) runs a plan. Nothing is triggered by a hook firing at run time.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteria {
+
+enum class Lane : uint8_t { Compute, Comm, Staging, Host };
+
+enum class OpKind : uint8_t {
+  LoadBatch,     // data: next micro-batch into the model's input buffers
+  Forward,       // model: layer forward
+  Backward,      // model: layer backward (accumulates gradients)
+  GradNorm,      // optimizer: squared norm of a layer's gradient
+  ClipGrads,     // optimizer: global-norm clip factor from all GradNorm results
+  OptimStep,     // optimizer: update a layer's parameters
+};
+constexpr int kNumOpKinds = 6;
+
+const char* to_string(Lane);
+const char* to_string(OpKind);
+
+// A piece of state an op touches: what it is and whose (layer index).
+enum class StateKind : uint8_t { Params, Grads, Activations, OptimState, Batch };
+const char* to_string(StateKind);
+
+struct StateRef {
+  StateKind kind;
+  int layer;   // -1: not per layer (the batch)
+  bool operator==(const StateRef&) const = default;
+};
+
+struct Op {
+  int id = -1;                 // index in the plan
+  OpKind kind{};
+  Lane lane = Lane::Compute;
+  int layer = -1;              // -1: whole model
+  int block = -1;              // preconditioner block (later optimizers), -1: whole layer
+  int micro = -1;              // micro-batch, -1: not per micro-batch
+  std::vector<int> deps;       // ids of ops that must finish first
+  std::vector<StateRef> reads;
+  std::vector<StateRef> writes;
+};
+
+struct Plan {
+  std::vector<Op> ops;
+  int64_t step = 0;
+  int micro_batches = 1;
+  // Human-readable listing, one op per line; layer names are taken from `layer_names`.
+  std::string describe(const std::vector<std::string>& layer_names) const;
+};
+
+}  // namespace asteria

@@ -1,0 +1,61 @@
+#pragma once
+// Builds the plan of one step by walking the model's layer sequence and asking every
+// contributor to add its ops at each point of the walk:
+//
+//   for m in micro-batches:  micro_begin(m)
+//                            forward(l, m)   for l = 0 .. L-1
+//                            backward(l, m)  for l = L-1 .. 0
+//   optimizer_begin()
+//   optimizer(l)             for l = L-1 .. 0
+//   step_end()
+//
+// Contributors are called in registration order at each point (model, fsdp, optimizer, tiers,
+// shadow, coherence in later issues). Each adds ops with PlanBuilder::add and wires
+// dependencies through find(); add() checks that every dependency already exists, so the op
+// list is always a valid compute-lane order.
+#include <vector>
+
+#include "runtime/plan.hpp"
+
+namespace asteria {
+
+class PlanBuilder;
+
+struct StepShape {
+  int64_t step = 0;
+  int num_layers = 0;
+  int micro_batches = 1;
+};
+
+class PlanContributor {
+ public:
+  virtual ~PlanContributor() = default;
+  virtual void micro_begin(PlanBuilder&, int micro) {}
+  virtual void forward(PlanBuilder&, int layer, int micro) {}
+  virtual void backward(PlanBuilder&, int layer, int micro) {}
+  virtual void optimizer_begin(PlanBuilder&) {}
+  virtual void optimizer(PlanBuilder&, int layer) {}
+  virtual void step_end(PlanBuilder&) {}
+};
+
+class PlanBuilder {
+ public:
+  void add_contributor(PlanContributor* c) { contributors_.push_back(c); }
+  // Builds into `plan` (its op vector's capacity is reused from step to step).
+  void build(const StepShape& shape, Plan& plan);
+
+  const StepShape& shape() const { return shape_; }
+  // Appends an op; returns its id.
+  int add(Op op);
+  // Id of the latest op of this kind for (layer, micro), or -1. layer/micro -1 match any.
+  int find(OpKind kind, int layer = -1, int micro = -1) const;
+  // Ids of all ops of a kind (e.g. every GradNorm before the clip).
+  std::vector<int> find_all(OpKind kind) const;
+
+ private:
+  std::vector<PlanContributor*> contributors_;
+  StepShape shape_;
+  Plan* plan_ = nullptr;
+};
+
+}  // namespace asteria

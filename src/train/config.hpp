@@ -1,0 +1,100 @@
+#pragma once
+// The resolved configuration of a run: typed sections, every field with a default.
+//
+// Loading (load_config): YAML file -> dotted overrides (--set a.b=v) applied on the tree ->
+// `model.preset` fills the model section -> every known field read with its type and range
+// checked -> any key left over is an error. Every error names the key and where it came from
+// (FILE:LINE, or the --set argument) and is thrown as asteria::Error.
+// The field list of each section is written once (config_schema.hpp) and used both to read and
+// to write the resolved config, so the two can never disagree.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/model_config.hpp"
+
+namespace asteria {
+
+struct DataConfig {
+  std::string train;            // token file for training (required to train)
+  std::string eval;             // token file for evaluation ("" = no eval)
+  std::string dtype = "auto";   // auto (from the vocab), uint16, uint32
+  int eval_batches = 8;         // fixed eval batches of train.micro_batch instances
+};
+
+struct AdamW1DConfig {           // used by later optimizers for 1-D parameters
+  double lr = -1;               // negative: optim.lr
+  double weight_decay = 0.0;
+};
+
+struct OptimConfig {
+  std::string name = "adamw";   // adamw (shampoo, soap, kl_shampoo: later)
+  double lr = 4e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  bool decay_embeddings = true; // apply weight decay to wte / lm_head
+  bool decay_norms = false;     // apply weight decay to norm weights
+  double grad_clip = 1.0;       // global L2 norm; <= 0 disables
+};
+
+struct TrainConfig {
+  int64_t steps = 100;
+  int micro_batch = 8;          // instances per micro-batch
+  int grad_accum = 1;           // micro-batches per optimizer step
+  int eval_every = 0;           // 0 = only at the end (when data.eval is set)
+  std::string schedule = "cosine";   // cosine, linear, constant
+  int64_t warmup_steps = 0;
+  double final_lr_fraction = 0.1;    // lr at the last step = lr * this
+};
+
+struct RuntimeConfig {
+  std::string mode = "native";  // native (asteria: later)
+  int threads = 0;              // 0 = all cores
+};
+
+struct DistributedConfig {
+  std::string fsdp = "full";    // full, hybrid, none (multi-rank: later)
+  int ranks_per_node = 0;       // 0 = from MPI
+};
+
+struct CheckpointConfig {
+  int64_t every = 0;            // 0 = no checkpoints (checkpointing: later)
+  int keep = 3;
+  std::string resume;           // "" = fresh start
+};
+
+struct RunConfig {
+  std::string dir = "runs/default";
+  int64_t log_every = 0;        // progress lines when stdout is not a terminal; 0 = ~20 per run
+  double peak_flops = 0;        // for MFU; 0 = from the CPU (cores x GHz x 32 fp32 FMA FLOP/cycle)
+  bool overwrite = false;       // a run.dir that already holds metrics is refused unless true
+};
+
+struct Config {
+  uint64_t seed = 0;
+  ModelConfig model;
+  DataConfig data;
+  OptimConfig optim;
+  TrainConfig train;
+  RuntimeConfig runtime;
+  DistributedConfig distributed;
+  CheckpointConfig checkpoint;
+  RunConfig run;
+  std::string source;           // the file it was loaded from
+};
+
+// `overrides` are "dotted.key=value" strings; value is parsed as YAML ("[0.9, 0.95]" is a list).
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same from YAML text (tests); `source_name` stands for the file name in messages.
+Config load_config_text(const std::string& yaml, const std::string& source_name,
+                        const std::vector<std::string>& overrides = {});
+// The fully resolved config as YAML that load_config reads back to the same Config.
+std::string config_to_yaml(const Config& cfg);
+
+// Refuses, with a clear message, any setting whose feature is not built yet.
+void check_supported(const Config& cfg);
+
+}  // namespace asteria

@@ -1,0 +1,64 @@
+#include "train/dry_run.hpp"
+
+#include <sstream>
+
+#include "model/model.hpp"
+#include "train/flops.hpp"
+
+namespace asteria {
+
+namespace {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %s", b, units[u]);
+  return buf;
+}
+
+std::string human_count(double n) {
+  char buf[32];
+  if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.3fB", n / 1e9);
+  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.3fM", n / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+}  // namespace
+
+std::string dry_run_report(const Config& cfg) {
+  check_supported(cfg);
+  std::ostringstream os;
+  os << "# resolved config (" << cfg.source << ")\n" << config_to_yaml(cfg) << "\n";
+  const ParamCounts pc = count_params(cfg.model);
+  os << "# parameters\n"
+     << "total:        " << pc.total << " (" << human_count(pc.total) << ")\n"
+     << "embedding:    " << pc.embedding << "\n"
+     << "matrices:     " << pc.matrices << "\n"
+     << "norm weights: " << pc.norms << "\n\n";
+  const double p = static_cast<double>(pc.total) * sizeof(float);
+  const double opt = 2 * p;  // AdamW: first and second moments
+  const double act = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch));
+  os << "# memory estimate (fp32, one process)\n"
+     << "params:           " << human_bytes(p) << "\n"
+     << "grads:            " << human_bytes(p) << "\n"
+     << "optimizer state:  " << human_bytes(opt) << "  (" << cfg.optim.name << ": moments m, v)\n"
+     << "activations:      " << human_bytes(act) << "  (micro-batch " << cfg.train.micro_batch
+     << " x seq " << cfg.model.seq_len << ")\n"
+     << "total:            " << human_bytes(2 * p + opt + act) << "\n\n";
+  const double fpt = training_flops_per_token(cfg.model);
+  const double tokens_per_step =
+      static_cast<double>(cfg.train.micro_batch) * cfg.train.grad_accum * cfg.model.seq_len;
+  os << "# compute\n"
+     << "training FLOPs per token: " << fpt << "  (" << training_flops_formula() << ")\n"
+     << "tokens per step:          " << tokens_per_step << "\n"
+     << "training FLOPs per step:  " << fpt * tokens_per_step << "\n";
+  return os.str();
+}
+
+}  // namespace asteria

@@ -1,0 +1,82 @@
+#include "train/step_plan.hpp"
+
+namespace asteria {
+
+namespace {
+StateRef params(int l) { return {StateKind::Params, l}; }
+StateRef grads(int l) { return {StateKind::Grads, l}; }
+StateRef acts(int l) { return {StateKind::Activations, l}; }
+StateRef batch() { return {StateKind::Batch, -1}; }
+}  // namespace
+
+void ModelStepOps::micro_begin(PlanBuilder& b, int micro) {
+  Op op;
+  op.kind = OpKind::LoadBatch;
+  op.micro = micro;
+  // The embedding's backward of the previous micro-batch still reads the token ids.
+  if (micro > 0) op.deps = {b.find(OpKind::Backward, 0, micro - 1)};
+  op.writes = {batch()};
+  b.add(std::move(op));
+}
+
+void ModelStepOps::forward(PlanBuilder& b, int layer, int micro) {
+  const int last = b.shape().num_layers - 1;
+  Op op;
+  op.kind = OpKind::Forward;
+  op.layer = layer;
+  op.micro = micro;
+  op.deps = {layer == 0 ? b.find(OpKind::LoadBatch, -1, micro)
+                        : b.find(OpKind::Forward, layer - 1, micro)};
+  op.reads = {params(layer)};
+  if (layer == 0 || layer == last) op.reads.push_back(batch());
+  if (layer == last && tied_head_) op.reads.push_back(params(0));
+  op.writes = {acts(layer)};
+  b.add(std::move(op));
+}
+
+void ModelStepOps::backward(PlanBuilder& b, int layer, int micro) {
+  const int last = b.shape().num_layers - 1;
+  Op op;
+  op.kind = OpKind::Backward;
+  op.layer = layer;
+  op.micro = micro;
+  op.deps = {layer == last ? b.find(OpKind::Forward, last, micro)
+                           : b.find(OpKind::Backward, layer + 1, micro)};
+  op.reads = {params(layer), acts(layer)};
+  if (layer == 0 || layer == last) op.reads.push_back(batch());
+  op.writes = {grads(layer)};
+  if (layer == last && tied_head_) {
+    op.reads.push_back(params(0));
+    op.writes.push_back(grads(0));
+  }
+  b.add(std::move(op));
+}
+
+void OptimizerStepOps::backward(PlanBuilder& b, int layer, int micro) {
+  if (micro != b.shape().micro_batches - 1) return;
+  Op op;
+  op.kind = OpKind::GradNorm;
+  op.layer = layer;
+  op.deps = {b.find(OpKind::Backward, layer, micro)};
+  op.reads = {grads(layer)};
+  b.add(std::move(op));
+}
+
+void OptimizerStepOps::optimizer_begin(PlanBuilder& b) {
+  Op op;
+  op.kind = OpKind::ClipGrads;
+  op.deps = b.find_all(OpKind::GradNorm);
+  b.add(std::move(op));
+}
+
+void OptimizerStepOps::optimizer(PlanBuilder& b, int layer) {
+  Op op;
+  op.kind = OpKind::OptimStep;
+  op.layer = layer;
+  op.deps = {b.find(OpKind::ClipGrads)};
+  op.reads = {grads(layer)};
+  op.writes = {params(layer), {StateKind::OptimState, layer}, grads(layer)};
+  b.add(std::move(op));
+}
+
+}  // namespace asteria

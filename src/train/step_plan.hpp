@@ -1,0 +1,30 @@
+#pragma once
+// The plan contributors of a training step on one process:
+//   ModelStepOps      load_batch(m), forward(l, m), backward(l, m)
+//   OptimizerStepOps  grad_norm(l) after the last micro-batch's backward of l, clip_grads,
+//                     optim_step(l) (which also zeroes the layer's gradient for the next step)
+// They only describe the step; the trainer binds the handlers that do the work.
+#include "runtime/plan_builder.hpp"
+
+namespace asteria {
+
+class ModelStepOps final : public PlanContributor {
+ public:
+  // tied_head: the head reads the embedding matrix and adds to its gradient.
+  explicit ModelStepOps(bool tied_head) : tied_head_(tied_head) {}
+  void micro_begin(PlanBuilder& b, int micro) override;
+  void forward(PlanBuilder& b, int layer, int micro) override;
+  void backward(PlanBuilder& b, int layer, int micro) override;
+
+ private:
+  bool tied_head_;
+};
+
+class OptimizerStepOps final : public PlanContributor {
+ public:
+  void backward(PlanBuilder& b, int layer, int micro) override;
+  void optimizer_begin(PlanBuilder& b) override;
+  void optimizer(PlanBuilder& b, int layer) override;
+};
+
+}  // namespace asteria

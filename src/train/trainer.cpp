@@ -1,0 +1,265 @@
+#include "train/trainer.hpp"
+
+#include <omp.h>
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/timer.hpp"
+#include "data/loader.hpp"
+#include "data/token_file.hpp"
+#include "model/model.hpp"
+#include "optim/adamw.hpp"
+#include "runtime/executor.hpp"
+#include "train/flops.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/metrics.hpp"
+#include "train/step_plan.hpp"
+
+namespace fs = std::filesystem;
+
+namespace asteria {
+
+namespace {
+
+TokenDtype data_dtype(const Config& cfg) {
+  if (cfg.data.dtype == "uint16") return TokenDtype::U16;
+  if (cfg.data.dtype == "uint32") return TokenDtype::U32;
+  return token_dtype_for_vocab(cfg.model.vocab_size);
+}
+
+// Writes a file under its final name only once it is complete.
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) fail("cannot write '", tmp.string(), "'");
+  }
+  fs::rename(tmp, path);
+}
+
+void set_threads(int threads) {
+  if (threads <= 0) return;
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  Config cfg;
+  TokenFile train_file, eval_file;
+  std::unique_ptr<TrainLoader> loader;
+  std::unique_ptr<EvalBatches> eval;
+  std::unique_ptr<Model<float>> model;
+  std::unique_ptr<Optimizer> optimizer;
+  ModelStepOps model_ops{cfg.model.tied_embeddings};
+  OptimizerStepOps optim_ops;
+  PlanBuilder builder;
+  Executor executor;
+  Plan plan;
+  std::vector<int32_t> inputs, targets;
+  std::vector<double> grad_sq;        // per layer, filled by GradNorm ops
+  std::vector<std::vector<float>> final_params;
+
+  // State of the step being executed (read by the op handlers).
+  int64_t step = 0;
+  double lr = 0;
+  float clip_scale = 1;
+  double grad_norm = 0;
+  double loss_sum = 0;
+
+  explicit Impl(const Config& c) : cfg(c) {
+    check_supported(cfg);
+    ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
+                  "made by `asteria-data encode`)");
+    if (!cfg.run.overwrite && fs::exists(fs::path(cfg.run.dir) / "metrics.jsonl"))
+      fail("run.dir '", cfg.run.dir, "' already holds a run (metrics.jsonl); choose another run.dir "
+           "or set run.overwrite=true");
+    set_threads(cfg.runtime.threads);
+    const TokenDtype dtype = data_dtype(cfg);
+    train_file = TokenFile(cfg.data.train, dtype, cfg.model.vocab_size);
+    loader = std::make_unique<TrainLoader>(train_file, cfg.model.seq_len, cfg.seed);
+    if (!cfg.data.eval.empty()) {
+      eval_file = TokenFile(cfg.data.eval, dtype, cfg.model.vocab_size);
+      eval = std::make_unique<EvalBatches>(eval_file, cfg.model.seq_len, cfg.train.micro_batch,
+                                           cfg.data.eval_batches);
+    }
+    const int B = cfg.train.micro_batch, T = cfg.model.seq_len;
+    inputs.resize(static_cast<size_t>(B) * T);
+    targets.resize(static_cast<size_t>(B) * T);
+    model = std::make_unique<Model<float>>(cfg.model, B);
+    model->init(cfg.seed);
+    std::vector<ParamTable> tables;
+    for (int l = 0; l < model->num_layers(); ++l) tables.push_back(model->table(l));
+    AdamWParams ap{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay,
+                   cfg.optim.decay_embeddings, cfg.optim.decay_norms};
+    optimizer = std::make_unique<AdamW>(ap, tables);
+    grad_sq.assign(model->num_layers(), 0.0);
+    builder.add_contributor(&model_ops);
+    builder.add_contributor(&optim_ops);
+    bind_handlers();
+  }
+
+  void bind_handlers() {
+    const int last = model->num_layers() - 1;
+    const double grad_scale = 1.0 / cfg.train.grad_accum;
+    executor.bind(OpKind::LoadBatch, [this](const Op&) {
+      loader->next_batch(cfg.train.micro_batch, inputs.data(), targets.data());
+      model->set_batch(inputs.data(), targets.data());
+    });
+    executor.bind(OpKind::Forward, [this, last](const Op& op) {
+      double loss = model->forward(op.layer);
+      if (op.layer == last) loss_sum += loss;
+    });
+    executor.bind(OpKind::Backward,
+                  [this, grad_scale](const Op& op) { model->backward(op.layer, grad_scale); });
+    executor.bind(OpKind::GradNorm, [this](const Op& op) {
+      const float* g = model->grads(op.layer);
+      const size_t n = model->table(op.layer).numel;
+      double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+      for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
+      grad_sq[op.layer] = s;
+    });
+    executor.bind(OpKind::ClipGrads, [this](const Op&) {
+      double s = 0;
+      for (double x : grad_sq) s += x;
+      grad_norm = std::sqrt(s);
+      const double clip = cfg.optim.grad_clip;
+      clip_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / grad_norm) : 1.0f;
+    });
+    executor.bind(OpKind::OptimStep, [this](const Op& op) {
+      float* g = model->grads(op.layer);
+      optimizer->step_layer(op.layer, model->params(op.layer), g, clip_scale, lr, step);
+      std::fill(g, g + model->table(op.layer).numel, 0.0f);
+    });
+  }
+
+  double evaluate() {
+    double sum = 0;
+    for (int b = 0; b < eval->count(); ++b) {
+      eval->get(b, inputs.data(), targets.data());
+      model->set_batch(inputs.data(), targets.data());
+      for (int l = 0; l < model->num_layers(); ++l) model->forward(l);
+      sum += model->last_ce_loss();
+    }
+    return sum / eval->count();
+  }
+
+  std::vector<std::string> layer_names() const {
+    std::vector<std::string> names;
+    for (int l = 0; l < model->num_layers(); ++l) names.push_back(model->layer_name(l));
+    return names;
+  }
+
+  TrainResult run() {
+    const fs::path dir = cfg.run.dir;
+    fs::create_directories(dir);
+    write_file_atomically(dir / "config.yaml", config_to_yaml(cfg));
+    const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
+    const double peak = cfg.run.peak_flops > 0 ? cfg.run.peak_flops : cpu_peak_flops(threads);
+    const double flops_per_token = training_flops_per_token(cfg.model);
+    const int64_t tokens_per_step =
+        static_cast<int64_t>(cfg.train.micro_batch) * cfg.train.grad_accum * cfg.model.seq_len;
+    {
+      nlohmann::json info = {{"params", model->num_params()},
+                             {"flops_per_token", flops_per_token},
+                             {"flop_formula", training_flops_formula()},
+                             {"peak_flops", peak},
+                             {"peak_formula", cfg.run.peak_flops > 0
+                                                  ? "run.peak_flops"
+                                                  : "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"},
+                             {"threads", threads},
+                             {"tokens_per_step", tokens_per_step}};
+      write_file_atomically(dir / "run_info.json", info.dump(2) + "\n");
+    }
+    MetricsWriter metrics((dir / "metrics.jsonl").string());
+    ProgressLine progress(cfg.train.steps, cfg.run.log_every);
+
+    TrainResult result;
+    Timer wall;
+    double timed_tokens = 0, timed_seconds = 0;
+    for (step = 1; step <= cfg.train.steps; ++step) {
+      lr = lr_at(step, cfg.optim.lr, cfg.train);
+      builder.build({step, model->num_layers(), cfg.train.grad_accum}, plan);
+      loss_sum = 0;
+      executor.reset_times();
+      Timer t;
+      executor.run(plan);
+      const double step_s = t.seconds();
+      const double loss = loss_sum / cfg.train.grad_accum;
+      ASTERIA_CHECK(std::isfinite(loss), "training diverged: loss is ", loss, " at step ", step);
+      const double tps = tokens_per_step / step_s;
+      if (step > 1) {
+        timed_tokens += static_cast<double>(tokens_per_step);
+        timed_seconds += step_s;
+      }
+      nlohmann::json rec = {
+          {"step", step},
+          {"loss", loss},
+          {"lr", lr},
+          {"grad_norm", grad_norm},
+          {"tokens", step * tokens_per_step},
+          {"tokens_per_s", tps},
+          {"mfu", peak > 0 ? tps * flops_per_token / peak : 0.0},
+          {"step_time_s", step_s},
+          {"data_s", executor.seconds(OpKind::LoadBatch)},
+          {"fwd_s", executor.seconds(OpKind::Forward)},
+          {"bwd_s", executor.seconds(OpKind::Backward)},
+          {"optim_s", executor.seconds(OpKind::GradNorm) + executor.seconds(OpKind::ClipGrads) +
+                          executor.seconds(OpKind::OptimStep)},
+          {"elapsed_s", wall.seconds()}};
+      if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
+      double eval_loss = -1;
+      const bool eval_due = eval && ((cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) ||
+                                     step == cfg.train.steps);
+      if (eval_due) {
+        Timer te;
+        eval_loss = evaluate();
+        rec["eval_loss"] = eval_loss;
+        rec["eval_s"] = te.seconds();
+        result.final_eval_loss = eval_loss;
+      }
+      metrics.write(rec);
+      progress.update(step, loss, tps, wall.seconds(), eval_loss);
+      result.final_loss = loss;
+    }
+    progress.finish();
+    result.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
+    final_params.clear();
+    for (int l = 0; l < model->num_layers(); ++l)
+      final_params.emplace_back(model->params(l), model->params(l) + model->table(l).numel);
+    return result;
+  }
+};
+
+Trainer::Trainer(const Config& cfg) : impl_(std::make_unique<Impl>(cfg)) {}
+Trainer::~Trainer() = default;
+TrainResult Trainer::run() { return impl_->run(); }
+const std::vector<float>& Trainer::final_params(int layer) const { return impl_->final_params.at(layer); }
+int Trainer::num_layers() const { return impl_->model->num_layers(); }
+
+std::string describe_step_plan(const Config& cfg, int64_t step) {
+  const auto tables = model_param_tables(cfg.model);
+  std::vector<std::string> names;
+  const int L = static_cast<int>(tables.size());
+  for (int l = 0; l < L; ++l)
+    names.push_back(l == 0 ? "embed" : l == L - 1 ? "head" : "blocks." + std::to_string(l - 1));
+  ModelStepOps model_ops(cfg.model.tied_embeddings);
+  OptimizerStepOps optim_ops;
+  PlanBuilder builder;
+  builder.add_contributor(&model_ops);
+  builder.add_contributor(&optim_ops);
+  Plan plan;
+  builder.build({step, L, cfg.train.grad_accum}, plan);
+  return plan.describe(names);
+}
+
+}  // namespace asteria

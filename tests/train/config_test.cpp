@@ -1,0 +1,149 @@
+// Config loading: presets, overrides, every error path names the key and where it came from.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "train/config.hpp"
+
+using namespace asteria;
+
+namespace {
+
+// Runs f, expects an asteria::Error whose message contains every needle.
+template <class F>
+void expect_error(F&& f, std::initializer_list<const char*> needles) {
+  try {
+    f();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    for (const char* n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+  }
+}
+
+const char* kBase = R"(seed: 7
+model:
+  preset: tiny
+optim:
+  lr: 0.001
+  betas: [0.9, 0.99]
+train:
+  steps: 20
+  micro_batch: 4
+run:
+  dir: /tmp/x
+)";
+
+}  // namespace
+
+TEST(Config, ReadsValuesAndPresetDefaults) {
+  Config c = load_config_text(kBase, "base.yaml");
+  EXPECT_EQ(c.seed, 7u);
+  EXPECT_EQ(c.model.preset, "tiny");
+  EXPECT_EQ(c.model.d_model, 64);
+  EXPECT_EQ(c.model.vocab_size, 512);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 0.001);
+  EXPECT_DOUBLE_EQ(c.optim.beta2, 0.99);
+  EXPECT_EQ(c.train.steps, 20);
+  EXPECT_EQ(c.train.grad_accum, 1);  // default
+}
+
+TEST(Config, PresetCarriesPublishedNumbers) {
+  Config c = load_config_text("model:\n  preset: olmo-1b\n", "p.yaml");
+  EXPECT_EQ(c.model.d_model, 2048);
+  EXPECT_EQ(c.model.n_layers, 16);
+  EXPECT_EQ(c.model.n_heads, 16);
+  EXPECT_EQ(c.model.mlp_hidden, 8192);
+  EXPECT_EQ(c.model.vocab_size, 50280);
+  EXPECT_EQ(c.model.embedding_size, 50304);
+  EXPECT_TRUE(c.model.tied_embeddings);
+  Config c2 = load_config_text("model:\n  preset: olmo2-1b\n", "p.yaml");
+  EXPECT_EQ(c2.model.norm, NormKind::RMSNorm);
+  EXPECT_EQ(c2.model.norm_placement, NormPlacement::Post);
+  EXPECT_TRUE(c2.model.qk_norm);
+  EXPECT_EQ(c2.model.embedding_size, 100352);
+  EXPECT_DOUBLE_EQ(c2.model.rope_theta, 5e5);
+}
+
+TEST(Config, FieldsOverridePreset) {
+  Config c = load_config_text("model:\n  preset: olmo-1b\n  n_layers: 3\n", "p.yaml");
+  EXPECT_EQ(c.model.n_layers, 3);
+  EXPECT_EQ(c.model.d_model, 2048);
+}
+
+TEST(Config, DottedOverrides) {
+  Config c = load_config_text(kBase, "base.yaml",
+                              {"optim.lr=3e-4", "train.grad_accum=4", "optim.betas=[0.8, 0.9]",
+                               "model.preset=bench-small", "run.dir=/tmp/y", "data.eval=val.bin"});
+  EXPECT_DOUBLE_EQ(c.optim.lr, 3e-4);
+  EXPECT_EQ(c.train.grad_accum, 4);
+  EXPECT_DOUBLE_EQ(c.optim.beta1, 0.8);
+  EXPECT_EQ(c.model.d_model, 256);
+  EXPECT_EQ(c.run.dir, "/tmp/y");
+  EXPECT_EQ(c.data.eval, "val.bin");
+}
+
+TEST(Config, UnknownKeyNamesKeyFileAndLine) {
+  expect_error([] { load_config_text("train:\n  steps: 3\n  stepz: 4\n", "f.yaml"); },
+               {"f.yaml:3", "unknown key 'train.stepz'"});
+  expect_error([] { load_config_text("trian:\n  steps: 3\n", "f.yaml"); }, {"f.yaml:1", "unknown key 'trian'"});
+}
+
+TEST(Config, WrongTypeNamesKey) {
+  expect_error([] { load_config_text("train:\n  steps: many\n", "f.yaml"); },
+               {"f.yaml:2", "'train.steps' must be an integer", "many"});
+  expect_error([] { load_config_text("train:\n  steps: 1.5\n", "f.yaml"); }, {"'train.steps'"});
+  expect_error([] { load_config_text("optim:\n  lr: fast\n", "f.yaml"); }, {"'optim.lr' must be a number"});
+  expect_error([] { load_config_text("model:\n  qk_norm: 3\n", "f.yaml"); }, {"'model.qk_norm' must be true or false"});
+  expect_error([] { load_config_text("optim:\n  betas: 0.9\n", "f.yaml"); }, {"'optim.betas' must be a list of two"});
+  expect_error([] { load_config_text("optim: 3\n", "f.yaml"); }, {"section 'optim' must be a mapping"});
+}
+
+TEST(Config, OutOfRangeNamesKey) {
+  expect_error([] { load_config_text("optim:\n  lr: -1\n", "f.yaml"); }, {"f.yaml:2", "'optim.lr' = -1 is invalid"});
+  expect_error([] { load_config_text("optim:\n  betas: [0.9, 1.5]\n", "f.yaml"); }, {"'optim.betas'"});
+  expect_error([] { load_config_text("train:\n  micro_batch: 0\n", "f.yaml"); }, {"'train.micro_batch'"});
+  expect_error([] { load_config_text("optim:\n  name: lion\n", "f.yaml"); }, {"'optim.name'", "adamw"});
+  expect_error([] { load_config_text("model:\n  norm: batchnorm\n", "f.yaml"); }, {"'model.norm'", "rmsnorm"});
+  expect_error([] { load_config_text("seed: -3\n", "f.yaml"); }, {"'seed'"});
+}
+
+TEST(Config, OverrideErrorsNameTheSetArgument) {
+  expect_error([] { load_config_text(kBase, "base.yaml", {"optim.lrr=1"}); },
+               {"--set optim.lrr=1", "unknown key 'optim.lrr'"});
+  expect_error([] { load_config_text(kBase, "base.yaml", {"train.steps=-5"}); }, {"--set train.steps=-5"});
+  expect_error([] { load_config_text(kBase, "base.yaml", {"train.steps"}); }, {"expected KEY=VALUE"});
+  expect_error([] { load_config_text(kBase, "base.yaml", {"seed.x=1"}); }, {"'seed' is not a section"});
+}
+
+TEST(Config, UnknownPresetAndCrossFieldChecks) {
+  expect_error([] { load_config_text("model:\n  preset: gpt5\n", "f.yaml"); },
+               {"f.yaml:2", "unknown model preset 'gpt5'", "olmo-1b"});
+  expect_error([] { load_config_text("model:\n  d_model: 65\n  n_heads: 2\n", "f.yaml"); }, {"divisible"});
+  expect_error([] { load_config_text("model:\n  vocab_size: 600\n  embedding_size: 512\n", "f.yaml"); },
+               {"embedding_size"});
+  expect_error([] { load_config_text("train:\n  steps: 10\n  warmup_steps: 20\n", "f.yaml"); }, {"warmup_steps"});
+  expect_error([] { load_config_text("a: [\n", "f.yaml"); }, {"f.yaml", "invalid YAML"});
+}
+
+TEST(Config, ResolvedYamlRoundTrips) {
+  Config c = load_config_text(kBase, "base.yaml", {"model.z_loss=1e-4", "data.train=a b.bin"});
+  std::string y = config_to_yaml(c);
+  Config c2 = load_config_text(y, "resolved.yaml");
+  EXPECT_EQ(config_to_yaml(c2), y);
+  EXPECT_DOUBLE_EQ(c2.model.z_loss, 1e-4);
+  EXPECT_EQ(c2.data.train, "a b.bin");
+  EXPECT_EQ(c2.model.d_model, c.model.d_model);
+}
+
+TEST(Config, FeaturesNotBuiltAreRefused) {
+  Config c = load_config_text("optim:\n  name: soap\n", "f.yaml");
+  expect_error([&] { check_supported(c); }, {"optim.name 'soap' is not built yet"});
+  Config c2 = load_config_text("checkpoint:\n  every: 100\n", "f.yaml");
+  expect_error([&] { check_supported(c2); }, {"checkpoint"});
+  Config c3 = load_config_text("runtime:\n  mode: asteria\n", "f.yaml");
+  expect_error([&] { check_supported(c3); }, {"runtime.mode 'asteria'"});
+}
+
+TEST(Config, MissingFileIsAnError) {
+  expect_error([] { load_config("/nonexistent/cfg.yaml"); }, {"cannot open config file '/nonexistent/cfg.yaml'"});
+}
