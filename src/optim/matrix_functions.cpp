@@ -123,7 +123,7 @@ Status eigenbasis_descending(int n, const double* L, double* Q, Workspace& ws) {
   return Status::Ok;
 }
 
-Status qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, Workspace& ws) {
+Status qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, Workspace& ws, bool sort) {
   ws.reserve(n);
   const int64_t nn = static_cast<int64_t>(n) * n;
   if (!all_finite(nn, L) || !all_finite(nn, Q)) return Status::NonFinite;
@@ -139,7 +139,7 @@ Status qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, Wor
   }
   perm.resize(n);
   std::iota(perm.begin(), perm.end(), 0);
-  std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return w[a] > w[b]; });
+  if (sort) std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return w[a] > w[b]; });
   // Power step on the re-sorted basis: L Q[:, perm] = (L Q)[:, perm].
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < n; ++k) Qs[i * n + k] = LQ[i * n + perm[k]];

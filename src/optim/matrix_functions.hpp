@@ -33,9 +33,11 @@ Status inverse_root_newton(int n, const double* A, int p, double eps, double* ou
                            int max_iters = 100, double tol = 1e-12);
 
 // One refresh of an eigenbasis estimate Q of a symmetric L (SOAP, Vyas et al. 2024):
-// estimated eigenvalues d = diag(Q^T L Q); columns of Q re-sorted by d descending (perm[k] =
-// old column index of new column k); then Q <- qr(L Q) (dgeqrf + dorgqr), one power step.
-Status qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, Workspace& ws);
+// with `sort`, the estimated eigenvalues d = diag(Q^T L Q) re-sort the columns of Q descending
+// (perm[k] = old column index of new column k; identity without `sort`); then Q <- qr(L Q)
+// (dgeqrf + dorgqr), one power step. On failure Q is left unchanged.
+Status qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, Workspace& ws,
+                  bool sort = true);
 
 // The eigenbasis of L, columns sorted by eigenvalue descending (SOAP's initial basis).
 Status eigenbasis_descending(int n, const double* L, double* Q, Workspace& ws);
