@@ -6,9 +6,11 @@
 //   digits split into single pieces (numbers tokenize consistently).
 // Training is deterministic: the sentences are fed in corpus order, never shuffled or sampled
 // at random (a corpus over --max-train-bytes is thinned by a fixed stride).
+#include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,9 +65,9 @@ void train_tokenizer(const TrainTokenizerOptions& opt) {
   std::fflush(stdout);
 
   make_parent_dirs(opt.output);
-  const std::string tmp_prefix = temporary_name(opt.output);
+  // No model_prefix: the trainer hands back the model instead of writing files, and the model
+  // (which records its trainer options) does not depend on where it is written.
   const std::unordered_map<std::string, std::string> args = {
-      {"model_prefix", tmp_prefix},
       {"model_type", "bpe"},
       {"vocab_size", std::to_string(opt.vocab_size)},
       {"unk_id", std::to_string(kUnkId)},
@@ -84,36 +86,29 @@ void train_tokenizer(const TrainTokenizerOptions& opt) {
   };
   sentencepiece::logging::SetMinLogLevel(opt.verbose ? 0 : 1);
   VectorSentenceIterator it(sentences);
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it);
-  const std::string tmp_model = tmp_prefix + ".model", tmp_vocab = tmp_prefix + ".vocab";
-  auto remove_tmp = [&] {
-    std::remove(tmp_model.c_str());
-    std::remove(tmp_vocab.c_str());
-  };
-  if (!status.ok()) {
-    remove_tmp();
+  std::string model;  // serialized ModelProto; with it given the trainer writes no files
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &model);
+  if (!status.ok())
     fail("training a tokenizer of ", opt.vocab_size, " pieces on ", opt.corpus,
          " failed: ", status.ToString());
-  }
 
   // Check the model is what the rest of Asteria assumes before it takes the final name.
-  try {
-    Tokenizer tok(tmp_model);
-    ASTERIA_CHECK(tok.vocab_size() == opt.vocab_size && tok.eos_id() == kEosId,
-                  "trained tokenizer has ", tok.vocab_size(), " pieces and EOS id ",
-                  tok.eos_id(), ", expected ", opt.vocab_size, " and ", kEosId);
-  } catch (...) {
-    remove_tmp();
-    throw;
-  }
+  sentencepiece::SentencePieceProcessor sp;
+  const auto loaded = sp.LoadFromSerializedProto(model);
+  if (!loaded.ok()) fail("trained tokenizer does not load: ", loaded.ToString());
+  ASTERIA_CHECK(sp.GetPieceSize() == opt.vocab_size && sp.eos_id() == kEosId &&
+                    sp.unk_id() == kUnkId && sp.bos_id() < 0,
+                "trained tokenizer has ", sp.GetPieceSize(), " pieces, EOS id ", sp.eos_id(),
+                ", UNK id ", sp.unk_id(), ", BOS id ", sp.bos_id(), "; expected ", opt.vocab_size,
+                ", ", kEosId, ", ", kUnkId, ", none");
+
+  // The .vocab in SentencePiece's own format (piece, tab, score): for people, not programs.
+  std::ostringstream vocab;
+  for (int id = 0; id < sp.GetPieceSize(); ++id)
+    vocab << sp.IdToPiece(id) << '\t' << sp.GetScore(id) << '\n';
+  write_file_atomically(opt.output + ".vocab", vocab.str());
   // The .model last: its presence means the pair is complete.
-  try {
-    rename_into_place(tmp_vocab, opt.output + ".vocab");
-  } catch (...) {
-    std::remove(tmp_model.c_str());
-    throw;
-  }
-  rename_into_place(tmp_model, opt.output + ".model");
+  write_file_atomically(opt.output + ".model", model);
   std::printf("wrote %s.model and %s.vocab: %d pieces (unk %d, eos %d, no bos) in %.1f s\n",
               opt.output.c_str(), opt.output.c_str(), opt.vocab_size, kUnkId, kEosId,
               timer.seconds());
