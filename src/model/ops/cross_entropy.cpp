@@ -28,7 +28,8 @@ CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N,
       sum += e;
     }
     const T lse = mx + std::log(sum);
-    ce_sum += static_cast<double>(lse - target_logit);
+    // (max - target) + log(sum) rather than lse - target: no cancellation of two large numbers.
+    ce_sum += static_cast<double>(mx - target_logit) + std::log(static_cast<double>(sum));
     z_sum += static_cast<double>(lse) * static_cast<double>(lse);
     // p = e / sum;  grad = p * (1 + 2 z lse) / N, minus 1/N at the target.
     const T k = (T(1) + T(2 * z_loss) * lse) * inv_n / sum;
