@@ -250,12 +250,12 @@ Config read_tree(YAML::Node root, const std::string& source,
     cfg.seed = static_cast<uint64_t>(seed);
   }
   // The preset sets the model's defaults before the model's fields are read.
-  if (const YAML::Node m = root["model"]; m && m.IsMap() && m["preset"]) {
+  if (const YAML::Node m = root["model"]; m && m.IsMap() && m["preset"] && !m["preset"].Scalar().empty()) {
     const YAML::Node p = m["preset"];
     try {
       cfg.model = model_preset(p.Scalar());
     } catch (const Error& e) {
-      fail(origins.where("model.preset", p), ": ", e.what());
+      fail(origins.where("model.preset", p), ": 'model.preset': ", e.what());
     }
   }
   // The optimizer's name sets the optimizer's defaults before its fields are read.
@@ -264,7 +264,7 @@ Config read_tree(YAML::Node root, const std::string& source,
     try {
       cfg.optim = optim_defaults(nm.Scalar());
     } catch (const Error& e) {
-      fail(origins.where("optim.name", nm), ": ", e.what());
+      fail(origins.where("optim.name", nm), ": 'optim.name': ", e.what());
     }
   }
   schema::for_each_section(cfg, [&](const std::string& name, auto& section) {

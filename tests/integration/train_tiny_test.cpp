@@ -19,11 +19,11 @@ Config tiny_config(const TempDir& dir, std::vector<std::string> extra = {}) {
   std::vector<std::string> sets = {"data.train=" + dir.file("train.bin"),
                                    "data.eval=" + dir.file("val.bin"),
                                    "run.dir=" + dir.file("run"),
-                                   "train.steps=60",
+                                   "train.steps=100",
                                    "train.micro_batch=8",
                                    "train.warmup_steps=5",
                                    "train.eval_every=20",
-                                   "optim.lr=3e-3",
+                                   "optim.lr=1e-2",
                                    "data.eval_batches=2",
                                    "run.overwrite=true"};
   sets.insert(sets.end(), extra.begin(), extra.end());
@@ -61,8 +61,8 @@ TEST(TrainTiny, LossFallsWellBelowLnVocabAndOutputsAreWritten) {
     if (lines == 1) first_loss = j["loss"];
     if (j.contains("eval_loss")) ++evals;
   }
-  EXPECT_EQ(lines, 60);
-  EXPECT_EQ(evals, 3);  // steps 20, 40, 60
+  EXPECT_EQ(lines, 100);
+  EXPECT_EQ(evals, 5);  // steps 20, 40, 60, 80, 100
   EXPECT_NEAR(first_loss, ln_vocab, 0.5);  // starts near uniform
 
   // The resolved config is written and reads back to the same config.
