@@ -4,6 +4,7 @@
 #include <lapacke.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 
@@ -42,8 +43,15 @@ void gemm(int n, bool ta, bool tb, double alpha, const double* A, const double* 
 
 }  // namespace
 
+namespace {
+std::atomic<int> injected_eigh_failures{0};
+}  // namespace
+
+void inject_eigh_failures(int count) { injected_eigh_failures = count; }
+
 Status eigh(int n, const double* A, double* w, double* V, Workspace& ws) {
   const int64_t nn = static_cast<int64_t>(n) * n;
+  if (injected_eigh_failures.load() > 0 && injected_eigh_failures.fetch_sub(1) > 0) return Status::LapackError;
   if (!all_finite(nn, A)) return Status::NonFinite;
   std::copy(A, A + nn, V);
   lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, V, n, w);

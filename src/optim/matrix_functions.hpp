@@ -44,4 +44,7 @@ Status eigenbasis_descending(int n, const double* L, double* Q, Workspace& ws);
 
 bool all_finite(int64_t count, const double* x);
 
+// Test hook: the next `count` calls of eigh fail with LapackError (failure-path tests).
+void inject_eigh_failures(int count);
+
 }  // namespace asteria::matfn
