@@ -11,16 +11,7 @@ RUN=runs/demo
 scripts/setup.sh
 BIN=${ASTERIA_BUILD_DIR:-build}/bin
 
-scripts/build_corpus.sh "$GEN/corpus"
-if [[ ! -s $GEN/tok4096/tokenizer.model || $GEN/corpus/corpus.jsonl -nt $GEN/tok4096/tokenizer.model ]]; then
-  mkdir -p "$GEN/tok4096"
-  "$BIN/asteria-data" train-tokenizer --corpus "$GEN/corpus/corpus.jsonl" --vocab-size 4096 \
-    --output "$GEN/tok4096/tokenizer"
-fi
-if [[ ! -s $GEN/tok4096/train.bin || $GEN/tok4096/tokenizer.model -nt $GEN/tok4096/train.bin ]]; then
-  "$BIN/asteria-data" encode --corpus "$GEN/corpus/corpus.jsonl" --tokenizer "$GEN/tok4096/tokenizer.model" \
-    --output-dir "$GEN/tok4096"
-fi
+scripts/prepare_data.sh 4096
 "$BIN/asteria-data" inspect "$GEN/tok4096/val.bin" --vocab-size 4096 --tokenizer "$GEN/tok4096/tokenizer.model" --show 24
 
 sets=(--set run.dir=$RUN --set run.overwrite=true --set train.steps=$STEPS --set train.warmup_steps=30

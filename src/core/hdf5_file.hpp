@@ -1,0 +1,37 @@
+#pragma once
+// A small RAII layer over the HDF5 C API: open/create a file, list a group, read a dataset
+// as float64 with its shape, write a float64 dataset (creating parent groups). Errors are
+// asteria::Error naming the file and the dataset. Object names may contain dots.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteria {
+
+struct Hdf5Array {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+};
+
+class Hdf5File {
+ public:
+  enum class Mode { Read, Create };   // Create truncates
+  Hdf5File(const std::string& path, Mode mode);
+  ~Hdf5File();
+  Hdf5File(const Hdf5File&) = delete;
+  Hdf5File& operator=(const Hdf5File&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool exists(const std::string& object) const;            // "/grads/000001/w"
+  std::vector<std::string> members(const std::string& group) const;   // sorted names
+  Hdf5Array read(const std::string& dataset) const;
+  void write(const std::string& dataset, const std::vector<int64_t>& shape, const double* data);
+  void write(const std::string& dataset, const std::vector<int64_t>& shape, const float* data);
+  void flush();
+
+ private:
+  std::string path_;
+  int64_t file_ = -1;   // hid_t
+};
+
+}  // namespace asteria
