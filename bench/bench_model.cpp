@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
 
   const int n_layers = model.num_layers();
   std::vector<double> t_fwd(n_layers, 0), t_bwd(n_layers, 0);
-  double total = 0, loss = 0;
+  std::vector<double> steps;  // seconds per timed step
+  double loss = 0;
   for (int it = 0; it < warmup + iters; it++) {
     const bool timed = it >= warmup;
     Timer step;
@@ -104,13 +105,15 @@ int main(int argc, char** argv) {
       model.backward(l, 1.0);
       if (timed) t_bwd[l] += t.seconds();
     }
-    if (timed) total += step.seconds();
+    if (timed) steps.push_back(step.seconds());
   }
 
   size_t embed = model.table(0).numel;
   const size_t non_embedding = model.num_params() - embed + (cfg.tied_embeddings ? embed : 0);
   const double flops_per_token = 6.0 * non_embedding + 12.0 * L * C * T;
-  const double step_s = total / iters;
+  // Median and best step: the machines are shared, and a mean is hostage to one bad step.
+  std::sort(steps.begin(), steps.end());
+  const double step_s = steps[steps.size() / 2], best_s = steps.front();
   const double tok_s = N / step_s;
   const double gflops = flops_per_token * tok_s * 1e-9;
 
@@ -129,8 +132,11 @@ int main(int argc, char** argv) {
               omp_get_max_threads(), model.num_params(), non_embedding,
               model.activation_bytes() / 1e6);
   std::printf("loss %.4f (ln V = %.4f)\n", loss, std::log(static_cast<double>(V)));
-  std::printf("\nstep (fwd+bwd) %.1f ms  |  %.0f tokens/s  |  %.1f GFLOP/s  (%.1f MFLOP/token)\n",
-              step_s * 1e3, tok_s, gflops, flops_per_token * 1e-6);
+  std::printf("\nstep (fwd+bwd, median of %d) %.1f ms  |  %.0f tokens/s  |  %.1f GFLOP/s  "
+              "(%.1f MFLOP/token)\n",
+              iters, step_s * 1e3, tok_s, gflops, flops_per_token * 1e-6);
+  std::printf("best step %.1f ms  |  %.0f tokens/s  |  %.1f GFLOP/s\n", best_s * 1e3, N / best_s,
+              flops_per_token * N / best_s * 1e-9);
 
   std::printf("\nOpenBLAS sgemm on the model's shapes:\n");
   double best_gemm = 0, model_gemm_mean = 0;
@@ -143,10 +149,10 @@ int main(int argc, char** argv) {
   std::printf("model rate / mean sgemm rate on its shapes: %.0f%%   / best sgemm rate: %.0f%%\n",
               100 * gflops / model_gemm_mean, 100 * gflops / best_gemm);
 
-  std::printf("\nper layer (ms per step):      forward   backward\n");
+  std::printf("\nper layer (ms per step, mean):  forward   backward\n");
   for (int l = 0; l < n_layers; l++)
     std::printf("  %-26s %8.2f %10.2f\n", model.layer_name(l).c_str(), t_fwd[l] / iters * 1e3,
-                t_bwd[l] / iters * 1e3);
+                t_bwd[l] / iters * 1e3);  // (means)
 
   // Per-op breakdown: the non-GEMM ops alone at the model's shapes (ms per call, median).
   Buffer<float> qkv(static_cast<size_t>(N) * 3 * C), att(static_cast<size_t>(batch) * NH * T * T),
