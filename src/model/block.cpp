@@ -10,6 +10,7 @@
 #include "model/ops/rmsnorm.hpp"
 #include "model/ops/rope.hpp"
 #include "model/ops/swiglu.hpp"
+#include "model/ops/parallel.hpp"
 
 namespace asteria {
 
@@ -37,7 +38,7 @@ namespace {
 // Row-wise copy of a column range between two row-strided matrices (the V part of qkv).
 template <class T>
 void copy_columns(T* dst, int ld_dst, const T* src, int ld_src, int N, int cols) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (ops::worth_parallel(size_t(N) * cols))
   for (int n = 0; n < N; n++)
     std::memcpy(dst + static_cast<size_t>(n) * ld_dst, src + static_cast<size_t>(n) * ld_src,
                 sizeof(T) * cols);
@@ -46,7 +47,7 @@ void copy_columns(T* dst, int ld_dst, const T* src, int ld_src, int N, int cols)
 template <class T>
 void copy_rows(T* dst, const T* src, size_t n) {
   // One parallel copy: the residual stream is several MB per block.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (ops::worth_parallel(n))
   for (size_t i = 0; i < n; i++) dst[i] = src[i];
 }
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/ops/parallel.hpp"
+
 namespace asteria {
 
 namespace {
@@ -49,7 +51,7 @@ void fill_truncated_normal(T* x, size_t n, double std, uint64_t seed, uint64_t s
   uint64_t key_state = seed ^ 0x5851F42D4C957F2Dull;
   const uint64_t key = splitmix64(key_state) ^ stream;
   constexpr double kTwoPi = 6.283185307179586476925;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (ops::worth_parallel(n * 16))
   for (size_t i = 0; i < n; i++) {
     // Each element has its own generator state: key mixed with the index.
     uint64_t state = key + i * 0xD1B54A32D192ED03ull;

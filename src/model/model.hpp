@@ -56,7 +56,8 @@ class Model {
   // the tied head).
   void backward(int l, double grad_scale);
 
-  // Loss parts of the last head forward.
+  // Loss parts of the last head forward: mean cross-entropy, and the z-loss term with its
+  // coefficient applied (z_loss * mean(lse^2)), so that ce + z = the returned loss.
   double last_ce_loss() const;
   double last_z_loss() const;
 

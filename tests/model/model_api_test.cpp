@@ -72,6 +72,16 @@ TEST(ModelApi, ActivationBytesMatchTheReport) {
   EXPECT_GT(model_activation_bytes(cfg, 6), model_activation_bytes(cfg, 3));
 }
 
+TEST(ModelApi, ActivationBytesOfALargePresetDoNotOverflow) {
+  // OLMo-1B at batch 1: the saved attention probabilities alone are 16 layers x 16 heads x
+  // 2048^2 floats (4 GiB), beyond 32-bit sizes; computed without allocating anything.
+  const ModelConfig cfg = model_preset("olmo-1b");
+  const size_t probs = size_t(16) * 16 * 2048 * 2048 * sizeof(float);
+  const size_t logits = size_t(2048) * 50280 * sizeof(float);
+  EXPECT_GT(model_activation_bytes(cfg, 1), probs + logits);
+  EXPECT_LT(model_activation_bytes(cfg, 1), 2 * (probs + logits) + (size_t(4) << 30));
+}
+
 TEST(ModelApi, ZeroHeadGivesUniformLossAndKnownZLoss) {
   // With a zero LM head every logit is 0: CE = ln V and lse^2 = (ln V)^2 at every position.
   ModelConfig cfg = testing::tiny_config();

@@ -2,6 +2,7 @@
 // every parameter tensor, in every combination of norm placement/kind, tied head, QK-norm and
 // z-loss; plus accumulation of gradients across backward calls and micro-batches.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <string>
@@ -161,6 +162,45 @@ TEST(ModelFloat, MatchesDoubleModel) {
       EXPECT_LT(dmax, 1e-4 * gmax) << md.layer_name(l);
     }
   }
+}
+
+TEST(ModelThreads, ThreadedMatchesSingleThreaded) {
+  // Large enough that every op takes its parallel path (ops/parallel.hpp); the gradient checks
+  // above run single-threaded sizes, so this ties the threaded code to them.
+  ModelConfig cfg = arch_config(Arch::PostRMSNorm, false, true, true);
+  cfg.d_model = 128;
+  cfg.n_heads = 4;
+  cfg.mlp_hidden = 256;
+  cfg.seq_len = 96;  // > the attention row block
+  cfg.vocab_size = 500;
+  cfg.embedding_size = 512;
+  const int batch = 4;
+  const auto t = testing::random_batch(cfg, batch, 21);
+  auto run = [&](int threads) {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    Model<double> m(cfg, batch);
+    m.init(2);
+    m.set_batch(t.inputs.data(), t.targets.data());
+    m.zero_grads();
+    const double loss = forward_all(m);
+    backward_all(m, 1.0);
+    std::vector<double> g{loss};
+    for (int l = 0; l < m.num_layers(); l++)
+      g.insert(g.end(), m.grads(l), m.grads(l) + m.table(l).numel);
+    omp_set_num_threads(saved);
+    return g;
+  };
+  const auto one = run(1), many = run(std::max(2, omp_get_max_threads()));
+  ASSERT_EQ(one.size(), many.size());
+  double gmax = 0, dmax = 0;
+  for (size_t i = 1; i < one.size(); i++) {
+    gmax = std::max(gmax, std::fabs(one[i]));
+    dmax = std::max(dmax, std::fabs(one[i] - many[i]));
+  }
+  EXPECT_NEAR(one[0], many[0], 1e-12 * std::fabs(one[0]));
+  EXPECT_LT(dmax, 1e-10 * gmax);
+  EXPECT_GT(gmax, 0.0);
 }
 
 }  // namespace

@@ -145,8 +145,12 @@ TEST(FastExp, RelativeErrorOverTrainingRange) {
   }
   EXPECT_LT(worst, 3e-7);
   EXPECT_EQ(ops::fast_exp(0.0f), 1.0f);
-  EXPECT_LT(ops::fast_exp(-1000.0f), 1e-37f);  // clamps instead of producing garbage
-  EXPECT_TRUE(std::isfinite(ops::fast_exp(1000.0f)));
+  // Out of range it saturates like a float exp instead of producing garbage.
+  EXPECT_EQ(ops::fast_exp(-1000.0f), 0.0f);
+  EXPECT_EQ(ops::fast_exp(-90.0f), 0.0f);
+  EXPECT_EQ(ops::fast_exp(1000.0f), INFINITY);
+  EXPECT_EQ(ops::fast_exp(89.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(ops::fast_exp(NAN)));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "core/gemm.hpp"
 #include "model/ops/fast_exp.hpp"
+#include "model/ops/parallel.hpp"
 
 namespace asteria::ops {
 
@@ -15,7 +16,8 @@ template <class T>
 void attention_forward(T* out, T* att, const T* qkv, int B, int seq_len, int C, int NH) {
   const int Tn = seq_len, hd = C / NH, ld = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hd));
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) \
+    if (worth_parallel(size_t(B) * NH * seq_len * seq_len * hd))
   for (int bh = 0; bh < B * NH; bh++) {
     const int b = bh / NH, h = bh % NH;
     const T* q = qkv + static_cast<size_t>(b) * Tn * ld + static_cast<size_t>(h) * hd;  // [T, hd] ld
@@ -57,7 +59,8 @@ void attention_backward(T* dqkv, T* scratch, int n_scratch, const T* dout, const
                         const T* att, int B, int seq_len, int C, int NH) {
   const int Tn = seq_len, hd = C / NH, ld = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hd));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(n_scratch)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_scratch) \
+    if (worth_parallel(size_t(B) * NH * seq_len * seq_len * hd))
   for (int bh = 0; bh < B * NH; bh++) {
     const int b = bh / NH, h = bh % NH;
     const size_t head_off = static_cast<size_t>(b) * Tn * ld + static_cast<size_t>(h) * hd;

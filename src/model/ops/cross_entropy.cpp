@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "model/ops/fast_exp.hpp"
+#include "model/ops/parallel.hpp"
 
 namespace asteria::ops {
 
@@ -12,7 +13,8 @@ CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N,
                                        double z_loss) {
   double ce_sum = 0, z_sum = 0;  // double: sums over many rows
   const T inv_n = T(1) / static_cast<T>(N);
-#pragma omp parallel for schedule(static) reduction(+ : ce_sum, z_sum)
+#pragma omp parallel for schedule(static) reduction(+ : ce_sum, z_sum) \
+    if (worth_parallel(size_t(N) * V * 4))
   for (int n = 0; n < N; n++) {
     T* row = logits + static_cast<size_t>(n) * V;  // [V]
     const int target = targets[n];

@@ -2,13 +2,14 @@
 
 #include <cmath>
 #include <cstddef>
+#include "model/ops/parallel.hpp"
 
 namespace asteria::ops {
 
 template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* residual, int N, int C,
                        double eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(size_t(N) * C))
   for (int n = 0; n < N; n++) {
     const T* x = inp + static_cast<size_t>(n) * C;   // [C]
     T* y = out + static_cast<size_t>(n) * C;         // [C]
@@ -39,7 +40,7 @@ void layernorm_backward(T* dinp, const T* dout, const T* inp, const T* mean, con
                         int C, bool accumulate) {
   // With xhat = (x - mean) * rstd and g = dL/dy:
   //   dL/dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(size_t(N) * C))
   for (int n = 0; n < N; n++) {
     const T* x = inp + static_cast<size_t>(n) * C;    // [C]
     const T* g = dout + static_cast<size_t>(n) * C;   // [C]

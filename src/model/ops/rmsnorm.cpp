@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include "model/ops/parallel.hpp"
 
 namespace asteria::ops {
 
 template <class T>
 void rmsnorm_forward(T* out, int ldo, T* rstd, const T* inp, int ldi, const T* weight,
                      const T* residual, int N, int C, double eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(size_t(N) * C))
   for (int n = 0; n < N; n++) {
     const T* x = inp + static_cast<size_t>(n) * ldi;   // [C]
     T* y = out + static_cast<size_t>(n) * ldo;         // [C]
@@ -37,7 +38,7 @@ void rmsnorm_backward(T* dinp, int ld_dinp, T* dweight, const T* dout, int ld_do
   // columns (blocks of 64) and walk all rows, so no reduction across threads is needed.
   constexpr int kBlock = 64;
   const int n_blocks = (C + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(size_t(N) * C))
   for (int blk = 0; blk < n_blocks; blk++) {
     const int c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
     T acc[kBlock] = {};
@@ -51,7 +52,7 @@ void rmsnorm_backward(T* dinp, int ld_dinp, T* dweight, const T* dout, int ld_do
     for (int c = c0; c < c1; c++) dweight[c] += scale * acc[c - c0];
   }
   // With xhat = x * rstd and gw = dL/dy * w:  dL/dx = rstd * (gw - xhat * mean(gw * xhat))
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(size_t(N) * C))
   for (int n = 0; n < N; n++) {
     const T* x = inp + static_cast<size_t>(n) * ldi;       // [C]
     const T* g = dout + static_cast<size_t>(n) * ld_dout;  // [C]

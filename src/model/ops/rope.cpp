@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include "model/ops/parallel.hpp"
 
 namespace asteria::ops {
 
@@ -24,7 +25,7 @@ template <class T>
 void rotate(T* x, int ld, int N, int seq_len, int n_heads, int head_dim, const T* cos_table,
             const T* sin_table, T sign) {
   const int half = head_dim / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(size_t(N) * n_heads * head_dim))
   for (int n = 0; n < N; n++) {
     const int t = n % seq_len;
     const T* cs = cos_table + static_cast<size_t>(t) * half;  // [hd/2]

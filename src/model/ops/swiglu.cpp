@@ -3,12 +3,13 @@
 #include <cstddef>
 
 #include "model/ops/fast_exp.hpp"
+#include "model/ops/parallel.hpp"
 
 namespace asteria::ops {
 
 template <class T>
 void swiglu_forward(T* out, const T* inp, int N, int F) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(size_t(N) * F * 8))
   for (int n = 0; n < N; n++) {
     const T* x = inp + static_cast<size_t>(n) * 2 * F;  // [F]
     const T* g = x + F;                                 // [F]
@@ -24,7 +25,7 @@ void swiglu_forward(T* out, const T* inp, int N, int F) {
 template <class T>
 void swiglu_backward(T* dinp, const T* dout, const T* inp, int N, int F) {
   // d/dx = silu(g);  d/dg = x * sig * (1 + g * (1 - sig))
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(size_t(N) * F * 8))
   for (int n = 0; n < N; n++) {
     const T* x = inp + static_cast<size_t>(n) * 2 * F;  // [F]
     const T* g = x + F;                                 // [F]
