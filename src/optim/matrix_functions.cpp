@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace asteria::matfn {
@@ -68,10 +69,15 @@ Status inverse_root_eigh(int n, const double* A, double p, double eps, double* o
   Status s = eigh(n, A, w, V, ws);
   if (s != Status::Ok) return s;
   // out = V diag(mu^(-1/p)) V^T, computed as (V diag(mu^(-1/2p))) (V diag(mu^(-1/2p)))^T.
+  // Without eps, an eigenvalue within roundoff of zero (relative to the largest) means a
+  // singular matrix, whatever its computed sign.
+  double wmax = 0;
+  for (int j = 0; j < n; ++j) wmax = std::max(wmax, std::abs(w[j]));
+  const double singular = wmax * n * std::numeric_limits<double>::epsilon();
   for (int j = 0; j < n; ++j) {
     double mu = w[j] + eps;
     if (eps > 0) mu = std::max(mu, eps);
-    else if (!(mu > 0)) return Status::NotPositive;
+    else if (!(mu > singular)) return Status::NotPositive;
     w[j] = std::pow(mu, -0.5 / p);
   }
   for (int i = 0; i < n; ++i)

@@ -23,7 +23,8 @@ struct Workspace {
 Status eigh(int n, const double* A, double* w, double* V, Workspace& ws);
 
 // (A + eps I)^(-1/p) through eigh: eigenvalues lambda + eps, clamped below at eps (roundoff can
-// make them slightly negative). eps = 0 requires A positive definite (else NotPositive).
+// make them slightly negative). eps = 0 requires A numerically positive definite: an eigenvalue
+// below n * machine-eps * max|eigenvalue| gives NotPositive.
 Status inverse_root_eigh(int n, const double* A, double p, double eps, double* out, Workspace& ws);
 
 // The same root by the coupled Newton iteration (Guo & Higham 2006): X0 = z^(1/p) I, M0 = z A
