@@ -115,8 +115,6 @@ void KLShampooBlock::before_refresh(const float* G) {
   update_estimates(rdiag_.data(), dR_.data(), n);
 }
 
-bool KLShampooBlock::refresh_due() const { return has_direction_ && t_ % p_.precondition_frequency == 0; }
-
 void KLShampooBlock::snapshot(RefreshJob& job) const {
   const int64_t m = rows_, n = cols_;
   job.rows = m;

@@ -22,7 +22,6 @@ class KLShampooBlock final : public BlockPreconditioner {
  public:
   KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
   void before_refresh(const float* G) override;
-  bool refresh_due() const override;
   void snapshot(RefreshJob& job) const override;
   void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const override;
   void after_refresh(const float*) override {}
@@ -31,6 +30,7 @@ class KLShampooBlock final : public BlockPreconditioner {
 
  private:
   void install(const RefreshJob& job) override;
+  int64_t schedule_count() const override { return has_direction_ ? t_ : -1; }
   void initialize(const float* G);
   void update_estimates(const double* diag, float* d, int64_t dim);
   Buffer<float> SL_, SR_, QL_, QR_, M_, dL_, dR_, tmp1_, tmp2_, tmp3_;

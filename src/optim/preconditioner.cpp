@@ -11,6 +11,11 @@ BlockPreconditioner::BlockPreconditioner(std::string name, int64_t rows, int64_t
                                          const PreconditionerParams& p)
     : name_(std::move(name)), rows_(rows), cols_(cols), p_(p), direction_(static_cast<size_t>(rows * cols)) {}
 
+bool BlockPreconditioner::refresh_due() const {
+  const int64_t c = schedule_count();
+  return c >= 0 && (c + offset_) % p_.precondition_frequency == 0;
+}
+
 void BlockPreconditioner::publish(const RefreshJob& job) {
   if (job.status != matfn::Status::Ok) {
     ++failures_;

@@ -77,7 +77,11 @@ class BlockPreconditioner {
 
   // G: rows x cols, row-major, dense (already multiplied by the clip scale).
   virtual void before_refresh(const float* G) = 0;
-  virtual bool refresh_due() const = 0;
+  // Due at this step's refresh point: the block's refresh count c (schedule_count(), negative
+  // while not eligible) satisfies (c + offset) % F == 0. offset 0 is the reference schedule;
+  // runtime.stagger gives blocks different offsets so their refreshes spread over F steps.
+  bool refresh_due() const;
+  void set_refresh_offset(int64_t offset) { offset_ = offset; }
   virtual void snapshot(RefreshJob& job) const = 0;
   virtual void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const = 0;
   virtual void after_refresh(const float* G) = 0;
@@ -96,6 +100,8 @@ class BlockPreconditioner {
 
  protected:
   virtual void install(const RefreshJob& job) = 0;
+  // Shampoo: steps since start_preconditioning_step; SOAP, KL-Shampoo: counted steps.
+  virtual int64_t schedule_count() const = 0;
   std::string name_;
   int64_t rows_, cols_;
   PreconditionerParams p_;
@@ -104,6 +110,7 @@ class BlockPreconditioner {
  private:
   int failures_ = 0;
   int64_t refreshes_ = 0;
+  int64_t offset_ = 0;
 };
 
 // Bytes a block of this algorithm would hold, without allocating it.

@@ -32,11 +32,6 @@ void ShampooBlock::before_refresh(const float* G) {
   }
 }
 
-bool ShampooBlock::refresh_due() const {
-  return t_ >= p_.start_preconditioning_step &&
-         (t_ - p_.start_preconditioning_step) % p_.precondition_frequency == 0;
-}
-
 void ShampooBlock::snapshot(RefreshJob& job) const {
   const int64_t m = rows_, n = cols_;
   job.rows = m;

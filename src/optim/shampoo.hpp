@@ -15,7 +15,6 @@ class ShampooBlock final : public BlockPreconditioner {
  public:
   ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
   void before_refresh(const float* G) override;
-  bool refresh_due() const override;
   void snapshot(RefreshJob& job) const override;
   void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const override;
   void after_refresh(const float* G) override;
@@ -24,6 +23,7 @@ class ShampooBlock final : public BlockPreconditioner {
 
  private:
   void install(const RefreshJob& job) override;
+  int64_t schedule_count() const override { return t_ >= p_.start_preconditioning_step ? t_ - p_.start_preconditioning_step : -1; }
   Buffer<float> L_, R_, Linv_, Rinv_, M_, V_, tmp_;
   int64_t t_ = 0;
   bool have_roots_ = false;

@@ -77,8 +77,6 @@ void SoapBlock::before_refresh(const float* G) {
   accumulate_right(G, m, n, b, 1.0f - b, R_.data());
 }
 
-bool SoapBlock::refresh_due() const { return has_direction_ && t_ % p_.precondition_frequency == 0; }
-
 void SoapBlock::snapshot(RefreshJob& job) const {
   const int64_t m = rows_, n = cols_;
   job.rows = m;

@@ -19,7 +19,6 @@ class SoapBlock final : public BlockPreconditioner {
  public:
   SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
   void before_refresh(const float* G) override;
-  bool refresh_due() const override;
   void snapshot(RefreshJob& job) const override;
   void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const override;
   void after_refresh(const float*) override {}
@@ -35,6 +34,7 @@ class SoapBlock final : public BlockPreconditioner {
 
  private:
   void install(const RefreshJob& job) override;
+  int64_t schedule_count() const override { return has_direction_ ? t_ : -1; }
   void initialize(const float* G);
   Buffer<float> L_, R_, QL_, QR_, M_, V_, tmp1_, tmp2_;
   int64_t t_ = 0;
