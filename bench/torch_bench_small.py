@@ -204,7 +204,7 @@ def main():
             "tokens_per_s": B * T / med[0],
             "tokens_per_s_best": B * T / min(x[0] for x in t),
             "step_time_s": med[0], "fwd_s": med[1], "bwd_s": med[2], "optim_s": med[3],
-            "steps_measured": len(t), "warmup_steps": a.warmup, "last_loss": losses[r.variant],
+            "step_times_s": [x[0] for x in t], "steps_measured": len(t), "warmup_steps": a.warmup, "last_loss": losses[r.variant],
             "params": n_params, "tokens_per_step": B * T,
             "torch": torch.__version__, "threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
