@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Throughput benchmark of asteria on bench-small + AdamW, against PyTorch and OpenBLAS.
 #
-#   bench/throughput.sh [--rounds N] [--steps N] [--torch-steps N] [--skip-asteria]
+#   bench/throughput.sh [--rounds N] [--steps N] [--torch-steps N] [--torch-threads N] [--skip-asteria]
 #
 # One command: (a) builds asteria-train and bench_sgemm with cmake if needed (-j2),
 # (b) makes a random token file for vocab 4096 (uint16, headerless, 4M tokens) under
@@ -26,14 +26,16 @@ ROOT=$(pwd)
 ROUNDS=2
 STEPS=30
 TORCH_STEPS=12
+TORCH_THREADS=2
 SKIP_ASTERIA=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --torch-steps) TORCH_STEPS=$2; shift 2 ;;
+    --torch-threads) TORCH_THREADS=$2; shift 2 ;;
     --skip-asteria) SKIP_ASTERIA=1; shift ;;
-    *) echo "usage: bench/throughput.sh [--rounds N] [--steps N] [--torch-steps N] [--skip-asteria]" >&2; exit 2 ;;
+    *) echo "usage: bench/throughput.sh [--rounds N] [--steps N] [--torch-steps N] [--torch-threads N] [--skip-asteria]" >&2; exit 2 ;;
   esac
 done
 
@@ -94,7 +96,7 @@ run_torch() {  # round, malloc (tcmalloc|system)
   local pre=""
   [ "$2" = tcmalloc ] && pre=$TCMALLOC
   log "round $1: torch, $2 malloc ($TORCH_STEPS steps)"
-  LD_PRELOAD=$pre LD_LIBRARY_PATH=$BLAS_OPENMP $PY bench/torch_bench_small.py --threads 2 \
+  LD_PRELOAD=$pre LD_LIBRARY_PATH=$BLAS_OPENMP $PY bench/torch_bench_small.py --threads "$TORCH_THREADS" \
     --steps "$TORCH_STEPS" --warmup 3 --tag "round=$1 malloc=$2" >> "$RAW" 2> "$WORK/torch-r$1-$2.err" \
     || { log "torch failed"; cat "$WORK/torch-r$1-$2.err" >&2; exit 1; }
 }
@@ -189,7 +191,8 @@ def torch_summary(malloc):
             "variant": rs[0]["variant"], "threads": rs[0]["threads"], "torch": rs[0]["torch"],
             "params": rs[0]["params"], "libraries": rs[0]["libraries"]}
 res["torch_best"] = torch_summary("tcmalloc")
-res["torch_best"]["setup"] = "tcmalloc LD_PRELOAD, OpenMP OpenBLAS, 2 threads, " + res["torch_best"]["variant"]
+res["torch_best"]["setup"] = "tcmalloc LD_PRELOAD, OpenMP OpenBLAS, %d threads, %s" % (
+    res["torch_best"]["threads"], res["torch_best"]["variant"])
 res["torch_system_malloc"] = torch_summary("system")
 
 # sgemm
@@ -225,6 +228,10 @@ if "tokens_per_s" in asteria:
     h["meets_sgemm_target"] = h["ratio_achieved_over_sgemm"] >= 0.6
 else:
     h["asteria"] = asteria["status"]
+load1 = float(res["loadavg_start"].split()[0])
+if load1 > 0.5:
+    res["warning"] = ("load average %.2f on %d CPUs when the benchmark started: other processes share "
+                      "the cores, numbers are noisy (see per_round)" % (load1, os.cpu_count()))
 res = {"headline": h, **res}
 with open(out_path, "w") as f:
     json.dump(res, f, indent=2)
@@ -251,5 +258,7 @@ p("sgemm weighted GFLOP/s", f"{h['sgemm_weighted_gflops']:.1f}  (per round: {[ro
 if "asteria_tokens_per_s" in h:
     p("achieved / sgemm", f"{h['ratio_achieved_over_sgemm']:.2f}  (target >= 0.6)")
 p("wall seconds", res["wall_s"])
+if "warning" in res:
+    print("WARNING: " + res["warning"])
 print(f"written: {out_path}")
 EOF

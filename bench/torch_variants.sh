@@ -27,11 +27,20 @@ for r in $(seq "$ROUNDS"); do
 done
 BEST=$($PY - "$OUT" <<'EOF'
 import json, sys, statistics, collections
-runs = collections.defaultdict(list)
+# Score = tokens/s relative to the mean of its round (the variants of one round ran
+# step-interleaved in one process, so load from other users cancels out of the ratio).
+rounds = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
     j = json.loads(line)
-    runs[j["variant"]].append(j["tokens_per_s"])
-print(max(runs, key=lambda v: statistics.median(runs[v])))
+    rounds[j["tag"]][j["variant"]] = j["tokens_per_s"]
+score = collections.defaultdict(list)
+for vs in rounds.values():
+    mean = sum(vs.values()) / len(vs)
+    for v, t in vs.items():
+        score[v].append(t / mean)
+for v in sorted(score, key=lambda v: -statistics.median(score[v])):
+    print(f"  {v:28s} relative score {statistics.median(score[v]):.3f}", file=sys.stderr)
+print(max(score, key=lambda v: statistics.median(score[v])))
 EOF
 )
 echo "best in-process variant: $BEST"
