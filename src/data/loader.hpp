@@ -20,9 +20,18 @@ struct LoaderPosition {
   bool operator==(const LoaderPosition&) const = default;
 };
 
-// Permutation of [0, n) for (seed, epoch).
+// Permutation of [0, n) for (seed, epoch). Algorithm (fixed: changing it changes every run):
+//   state = mix(mix(seed) ^ epoch), where mix is the splitmix64 output function of x + golden
+//   gamma; perm = identity; for i = n-1 down to 1: j = uniform(i + 1); swap(perm[i], perm[j]);
+//   uniform(m) draws splitmix64 outputs r until r < 2^64 - (2^64 mod m) and returns r mod m
+//   (rejection, so no modulo bias).
 std::vector<uint64_t> epoch_permutation(uint64_t n, uint64_t seed, uint64_t epoch);
 
+// Number of instances of seq_len + 1 tokens in a file: (size - 1) / seq_len. An error naming the
+// file and both lengths when the file has fewer than seq_len + 1 tokens or seq_len < 1.
+uint64_t count_instances(const TokenFile& file, int seq_len);
+
+// Holds a reference to the file: the file must outlive the loader.
 class TrainLoader {
  public:
   TrainLoader(const TokenFile& file, int seq_len, uint64_t seed);
@@ -46,6 +55,7 @@ class TrainLoader {
 
 // The first max_batches * batch instances of a file, in file order: the same batches at every
 // evaluation. Fewer when the file is short (at least one full batch is required).
+// Holds a reference to the file: the file must outlive it.
 class EvalBatches {
  public:
   EvalBatches(const TokenFile& file, int seq_len, int batch, int max_batches);

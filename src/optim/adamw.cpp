@@ -4,10 +4,21 @@
 
 namespace asteria {
 
-AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers) : p_(p), tables_(layers) {
+AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryFilter owns) : p_(p) {
   for (const auto& t : layers) {
-    m_.emplace_back(t.numel);
-    v_.emplace_back(t.numel);
+    std::vector<OwnedEntry> owned;
+    size_t n = 0;
+    for (const ParamEntry& e : t.entries) {
+      if (owns && !owns(e)) continue;
+      const bool decay = e.cls == ParamClass::Matrix ||
+                         (e.cls == ParamClass::Embedding && p_.decay_embeddings) ||
+                         (e.cls == ParamClass::Norm && p_.decay_norms);
+      owned.push_back({e.offset, n, e.numel, decay});
+      n += e.numel;
+    }
+    owned_.push_back(std::move(owned));
+    m_.emplace_back(n);
+    v_.emplace_back(n);
   }
 }
 
@@ -19,6 +30,7 @@ size_t AdamW::state_bytes() const {
 
 void AdamW::step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                        int64_t step) {
+  lr *= p_.lr_scale;
   const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
   const double bc1 = 1.0 - std::pow(p_.beta1, static_cast<double>(step));
   const double bc2 = 1.0 - std::pow(p_.beta2, static_cast<double>(step));
@@ -26,21 +38,21 @@ void AdamW::step_layer(int layer, float* params, const float* grads, float grad_
   const float step_size = static_cast<float>(lr / bc1);
   const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
   const float eps = static_cast<float>(p_.eps);
-  float* m = m_[layer].data();
-  float* v = v_[layer].data();
-  for (const ParamEntry& e : tables_[layer].entries) {
-    bool decay = e.cls == ParamClass::Matrix || (e.cls == ParamClass::Embedding && p_.decay_embeddings) ||
-                 (e.cls == ParamClass::Norm && p_.decay_norms);
-    const float wd = decay ? static_cast<float>(lr * p_.weight_decay) : 0.0f;
-    const size_t begin = e.offset, end = e.offset + e.numel;
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = begin; i < end; ++i) {
-      float g = grads[i] * grad_scale;
-      float mi = b1 * m[i] + (1.0f - b1) * g;
-      float vi = b2 * v[i] + (1.0f - b2) * g * g;
+  for (const OwnedEntry& e : owned_[layer]) {
+    const float wd = e.decay ? static_cast<float>(lr * p_.weight_decay) : 0.0f;
+    float* m = m_[layer].data() + e.state_offset;
+    float* v = v_[layer].data() + e.state_offset;
+    float* w = params + e.param_offset;
+    const float* g = grads + e.param_offset;
+    const size_t n = e.numel;
+#pragma omp parallel for simd schedule(static) if (n > 4096)
+    for (size_t i = 0; i < n; ++i) {
+      float gi = g[i] * grad_scale;
+      float mi = b1 * m[i] + (1.0f - b1) * gi;
+      float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
       m[i] = mi;
       v[i] = vi;
-      params[i] -= step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps) + wd * params[i];
+      w[i] -= step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps) + wd * w[i];
     }
   }
 }

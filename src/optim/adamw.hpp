@@ -4,6 +4,9 @@
 //   p -= lr * ( m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + wd * p )
 // Weight decay applies per tensor class: matrices always, embeddings and norm weights only
 // when configured (OLMo's decay_embeddings / decay_norm_and_bias).
+// An entry filter selects which tensors this AdamW owns (the second-order optimizers give it
+// their 1-D parameters); state is allocated only for those.
+#include <functional>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -18,21 +21,26 @@ struct AdamWParams {
   double weight_decay = 0.0;
   bool decay_embeddings = true;
   bool decay_norms = false;
+  double lr_scale = 1.0;   // this AdamW's lr = the schedule's lr x lr_scale
 };
 
 class AdamW final : public Optimizer {
  public:
-  AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers);
+  using EntryFilter = std::function<bool(const ParamEntry&)>;
+  AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryFilter owns = nullptr);
   void step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                   int64_t step) override;
   size_t state_bytes() const override;
 
-  const float* first_moment(int layer) const { return m_[layer].data(); }
-  const float* second_moment(int layer) const { return v_[layer].data(); }
-
  private:
+  struct OwnedEntry {
+    size_t param_offset;   // in the layer's flat buffer
+    size_t state_offset;   // in this optimizer's per-layer moment buffers
+    size_t numel;
+    bool decay;
+  };
   AdamWParams p_;
-  std::vector<ParamTable> tables_;
+  std::vector<std::vector<OwnedEntry>> owned_;   // per layer
   std::vector<Buffer<float>> m_, v_;
 };
 

@@ -125,6 +125,17 @@ class Reader {
     b = v[1];
   }
 
+  template <class S>
+  void section(const char* key, S& sub) {
+    seen_.insert(key);
+    const YAML::Node n = node_[key];
+    if (!n || n.IsNull()) return;
+    if (!n.IsMap()) fail(where(key, n), ": section '", path(key), "' must be a mapping");
+    Reader r(n, path(key), origins_);
+    schema::visit(r, sub);
+    r.reject_unknown();
+  }
+
   // Every key of the section that no field read is an error.
   void reject_unknown() const {
     for (auto it = node_.begin(); it != node_.end(); ++it) {
@@ -172,6 +183,12 @@ class Writer {
   void choice(const char* key, const E& v, std::vector<std::pair<std::string, E>> names) {
     for (auto& [name, e] : names)
       if (e == v) out_ << YAML::Key << key << YAML::Value << name;
+  }
+  template <class S>
+  void section(const char* key, S& sub) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    schema::visit(*this, sub);
+    out_ << YAML::EndMap;
   }
   template <class Check>
   void pair(const char* key, double a, double b, Check) {
@@ -239,6 +256,15 @@ Config read_tree(YAML::Node root, const std::string& source,
       cfg.model = model_preset(p.Scalar());
     } catch (const Error& e) {
       fail(origins.where("model.preset", p), ": ", e.what());
+    }
+  }
+  // The optimizer's name sets the optimizer's defaults before its fields are read.
+  if (const YAML::Node o = root["optim"]; o && o.IsMap() && o["name"]) {
+    const YAML::Node nm = o["name"];
+    try {
+      cfg.optim = optim_defaults(nm.Scalar());
+    } catch (const Error& e) {
+      fail(origins.where("optim.name", nm), ": ", e.what());
     }
   }
   schema::for_each_section(cfg, [&](const std::string& name, auto& section) {
@@ -310,10 +336,56 @@ std::string config_to_yaml(const Config& cfg_in) {
   return std::string(out.c_str()) + "\n";
 }
 
+OptimConfig optim_defaults(const std::string& name) {
+  OptimConfig o;
+  o.name = name;
+  if (name == "adamw") return o;  // OLMo's AdamW recipe (Groeneveld et al. 2024)
+  o.decay_embeddings = true;
+  o.decay_norms = false;
+  o.adamw_1d = AdamW1DConfig{};
+  if (name == "shampoo") {
+    // Meta's Distributed Shampoo (Shi et al. 2023) defaults, Adam grafting (beta2 0.999).
+    o.lr = 1e-2;
+    o.beta1 = 0.9;
+    o.beta2 = 0.999;
+    o.shampoo_beta = 1.0;
+    o.eps = 1e-8;
+    o.root_eps = 1e-12;
+    o.weight_decay = 0.0;
+    o.precondition_frequency = 1;
+    o.start_preconditioning_step = 1;
+    o.max_preconditioner_dim = 1024;
+  } else if (name == "soap") {
+    // Vyas et al. 2024, the authors' implementation.
+    o.lr = 3e-3;
+    o.beta1 = 0.95;
+    o.beta2 = 0.95;
+    o.shampoo_beta = -1;
+    o.eps = 1e-8;
+    o.weight_decay = 0.01;
+    o.precondition_frequency = 10;
+    o.max_preconditioner_dim = 10000;
+  } else if (name == "kl_shampoo") {
+    // Lin et al. 2025, the authors' prototype.
+    o.lr = 1e-4;
+    o.beta1 = 0.9;
+    o.beta2 = 0.98;
+    o.shampoo_beta = -1;
+    o.eps = 1e-8;
+    o.weight_decay = 0.01;
+    o.precondition_frequency = 10;
+    o.max_preconditioner_dim = 10000;
+    o.kl_init_factor = 0.1;
+    o.kl_max_clamp = 4000;
+  } else {
+    fail("unknown optimizer '", name, "' (known: adamw, shampoo, soap, kl_shampoo)");
+  }
+  return o;
+}
+
 void check_supported(const Config& cfg) {
-  if (cfg.optim.name != "adamw")
-    fail(cfg.source, ": optim.name '", cfg.optim.name,
-         "' is not built yet in this version of asteria-train (available: adamw)");
+  if (cfg.optim.name == "adamw" && cfg.optim.beta2 >= 1.0)
+    fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
   if (cfg.runtime.mode != "native")
     fail(cfg.source, ": runtime.mode '", cfg.runtime.mode,
          "' is not built yet in this version of asteria-train (available: native)");

@@ -75,15 +75,40 @@ void visit(V& v, DataConfig& d) {
 }
 
 template <class V>
+void visit(V& v, AdamW1DConfig& a) {
+  v.field("lr", a.lr, any());
+  v.pair("betas", a.beta1, a.beta2, below_one());
+  v.field("eps", a.eps, positive());
+  v.field("weight_decay", a.weight_decay, at_least(0));
+}
+
+template <class V>
 void visit(V& v, OptimConfig& o) {
+  // `name` is read first by the reader (it sets every other field's default).
   v.field("name", o.name, one_of({"adamw", "shampoo", "soap", "kl_shampoo"}));
   v.field("lr", o.lr, positive());
-  v.pair("betas", o.beta1, o.beta2, below_one());
+  v.pair("betas", o.beta1, o.beta2, [](double b) {
+    return (b >= 0 && b <= 1) ? std::string() : std::string("must be in [0, 1]");
+  });
   v.field("eps", o.eps, positive());
   v.field("weight_decay", o.weight_decay, at_least(0));
   v.field("decay_embeddings", o.decay_embeddings, any());
   v.field("decay_norms", o.decay_norms, any());
   v.field("grad_clip", o.grad_clip, any());
+  v.field("shampoo_beta", o.shampoo_beta, [](double b) {
+    return b <= 1 ? std::string() : std::string("must be <= 1 (negative: use beta2)");
+  });
+  v.field("root_eps", o.root_eps, at_least(0));
+  v.field("precondition_frequency", o.precondition_frequency, at_least(1));
+  v.field("start_preconditioning_step", o.start_preconditioning_step, at_least(1));
+  v.field("max_preconditioner_dim", o.max_preconditioner_dim, at_least(1));
+  v.field("max_failures", o.max_failures, at_least(0));
+  v.field("precondition_embeddings", o.precondition_embeddings, any());
+  v.field("root_method", o.root_method, one_of({"eigh", "newton"}));
+  v.field("grafting", o.grafting, one_of({"adam", "none"}));
+  v.field("kl_init_factor", o.kl_init_factor, positive());
+  v.field("kl_max_clamp", o.kl_max_clamp, positive());
+  v.section("adamw_1d", o.adamw_1d);
 }
 
 template <class V>

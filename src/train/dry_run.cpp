@@ -4,6 +4,7 @@
 
 #include "model/model.hpp"
 #include "train/flops.hpp"
+#include "train/optimizer_factory.hpp"
 
 namespace asteria {
 
@@ -42,12 +43,20 @@ std::string dry_run_report(const Config& cfg) {
      << "matrices:     " << pc.matrices << "\n"
      << "norm weights: " << pc.norms << "\n\n";
   const double p = static_cast<double>(pc.total) * sizeof(float);
-  const double opt = 2 * p;  // AdamW: first and second moments
+  const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, model_param_tables(cfg.model));
+  const double opt = static_cast<double>(ob.total());
   const double act = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch));
   os << "# memory estimate (fp32, one process)\n"
      << "params:           " << human_bytes(p) << "\n"
      << "grads:            " << human_bytes(p) << "\n"
-     << "optimizer state:  " << human_bytes(opt) << "  (" << cfg.optim.name << ": moments m, v)\n"
+     << "optimizer state:  " << human_bytes(opt) << "  (" << cfg.optim.name << ")\n";
+  if (cfg.optim.name != "adamw")
+    os << "  factors:        " << human_bytes(static_cast<double>(ob.factors)) << "  (" << ob.blocks
+       << " blocks, max dim " << cfg.optim.max_preconditioner_dim << ")\n"
+       << "  roots/bases:    " << human_bytes(static_cast<double>(ob.roots)) << "\n"
+       << "  moments:        " << human_bytes(static_cast<double>(ob.moments)) << "\n";
+  os << "  adamw moments:  " << human_bytes(static_cast<double>(ob.adamw))
+     << (cfg.optim.name == "adamw" ? "  (m, v of every parameter)\n" : "  (m, v of the 1-D / unpreconditioned parameters)\n")
      << "activations:      " << human_bytes(act) << "  (micro-batch " << cfg.train.micro_batch
      << " x seq " << cfg.model.seq_len << ")\n"
      << "total:            " << human_bytes(2 * p + opt + act) << "\n\n";

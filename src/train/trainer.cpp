@@ -13,11 +13,11 @@
 #include "data/loader.hpp"
 #include "data/token_file.hpp"
 #include "model/model.hpp"
-#include "optim/adamw.hpp"
 #include "runtime/executor.hpp"
 #include "train/flops.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/metrics.hpp"
+#include "train/optimizer_factory.hpp"
 #include "train/step_plan.hpp"
 
 namespace fs = std::filesystem;
@@ -98,9 +98,7 @@ struct Trainer::Impl {
     model->init(cfg.seed);
     std::vector<ParamTable> tables;
     for (int l = 0; l < model->num_layers(); ++l) tables.push_back(model->table(l));
-    AdamWParams ap{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay,
-                   cfg.optim.decay_embeddings, cfg.optim.decay_norms};
-    optimizer = std::make_unique<AdamW>(ap, tables);
+    optimizer = make_optimizer(cfg.optim, tables);
     grad_sq.assign(model->num_layers(), 0.0);
     builder.add_contributor(&model_ops);
     builder.add_contributor(&optim_ops);

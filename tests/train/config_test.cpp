@@ -136,12 +136,32 @@ TEST(Config, ResolvedYamlRoundTrips) {
 }
 
 TEST(Config, FeaturesNotBuiltAreRefused) {
-  Config c = load_config_text("optim:\n  name: soap\n", "f.yaml");
-  expect_error([&] { check_supported(c); }, {"optim.name 'soap' is not built yet"});
+  Config c = load_config_text("optim:\n  name: adamw\n  betas: [0.9, 1.0]\n", "f.yaml");
+  expect_error([&] { check_supported(c); }, {"AdamW needs beta2 < 1"});
   Config c2 = load_config_text("checkpoint:\n  every: 100\n", "f.yaml");
   expect_error([&] { check_supported(c2); }, {"checkpoint"});
   Config c3 = load_config_text("runtime:\n  mode: asteria\n", "f.yaml");
   expect_error([&] { check_supported(c3); }, {"runtime.mode 'asteria'"});
+}
+
+TEST(Config, OptimizerNameSetsItsDefaults) {
+  Config soap = load_config_text("optim:\n  name: soap\n", "f.yaml");
+  EXPECT_DOUBLE_EQ(soap.optim.beta1, 0.95);
+  EXPECT_DOUBLE_EQ(soap.optim.beta2, 0.95);
+  EXPECT_EQ(soap.optim.precondition_frequency, 10);
+  EXPECT_DOUBLE_EQ(soap.optim.weight_decay, 0.01);
+  Config sh = load_config_text("optim:\n  name: shampoo\n  precondition_frequency: 20\n", "f.yaml");
+  EXPECT_DOUBLE_EQ(sh.optim.shampoo_beta, 1.0);
+  EXPECT_EQ(sh.optim.precondition_frequency, 20);  // the file overrides the default
+  Config kl = load_config_text("optim:\n  name: kl_shampoo\n  adamw_1d:\n    lr: 0.01\n", "f.yaml");
+  EXPECT_DOUBLE_EQ(kl.optim.beta2, 0.98);
+  EXPECT_DOUBLE_EQ(kl.optim.adamw_1d.lr, 0.01);
+  expect_error([] { load_config_text("optim:\n  name: soap\n  adamw_1d:\n    lrr: 1\n", "f.yaml"); },
+               {"f.yaml:4", "unknown key 'optim.adamw_1d.lrr'"});
+  expect_error([] { load_config_text("optim:\n  name: soap\n  root_method: cholesky\n", "f.yaml"); },
+               {"'optim.root_method'", "newton"});
+  // The resolved config round-trips with the subsection.
+  EXPECT_EQ(config_to_yaml(load_config_text(config_to_yaml(kl), "r.yaml")), config_to_yaml(kl));
 }
 
 TEST(Config, MissingFileIsAnError) {

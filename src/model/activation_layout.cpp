@@ -1,0 +1,70 @@
+#include "model/activation_layout.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "model/model.hpp"
+
+namespace asteria {
+
+BlockActivationLayout block_activation_layout(const ModelConfig& cfg, int batch) {
+  const size_t C = cfg.d_model, F = cfg.mlp_hidden, T = cfg.seq_len, N = batch * T;
+  const bool layernorm = cfg.norm == NormKind::LayerNorm;
+  SpanCarver c;
+  BlockActivationLayout l;
+  l.x1 = c.take(N * C);
+  l.att_nx = c.take(N * C);
+  l.att_mean = c.take(layernorm ? N : 0);
+  l.att_rstd = c.take(N);
+  l.qkv = c.take(N * 3 * C);
+  l.qkv_raw = c.take(cfg.qk_norm ? N * 3 * C : 0);
+  l.q_rstd = c.take(cfg.qk_norm ? N : 0);
+  l.k_rstd = c.take(cfg.qk_norm ? N : 0);
+  l.att = c.take(static_cast<size_t>(batch) * cfg.n_heads * T * T);
+  l.atty = c.take(N * C);
+  l.mlp_nx = c.take(N * C);
+  l.mlp_mean = c.take(layernorm ? N : 0);
+  l.mlp_rstd = c.take(N);
+  l.up = c.take(N * 2 * F);
+  l.act = c.take(N * F);
+  l.total = c.total;
+  return l;
+}
+
+HeadActivationLayout head_activation_layout(const ModelConfig& cfg, int batch) {
+  const size_t C = cfg.d_model, N = static_cast<size_t>(batch) * cfg.seq_len;
+  SpanCarver c;
+  HeadActivationLayout l;
+  l.xf = c.take(N * C);
+  l.mean = c.take(cfg.norm == NormKind::LayerNorm ? N : 0);
+  l.rstd = c.take(N);
+  l.logits = c.take(N * cfg.vocab_size);
+  l.total = c.total;
+  return l;
+}
+
+ScratchLayout scratch_layout(const ModelConfig& cfg, int batch, int att_slabs) {
+  const size_t C = cfg.d_model, F = cfg.mlp_hidden, T = cfg.seq_len, N = batch * T;
+  SpanCarver c;
+  ScratchLayout l;
+  l.dres = c.take(N * C);
+  l.dnx = c.take(N * C);
+  l.dmid = c.take(N * std::max(C, F));
+  l.dwide = c.take(N * std::max(3 * C, 2 * F));
+  l.att = c.take(static_cast<size_t>(att_slabs) * T * T);
+  l.att_slabs = att_slabs;
+  l.total = c.total;
+  return l;
+}
+
+size_t model_activation_bytes(const ModelConfig& cfg, int batch) {
+  const size_t N = static_cast<size_t>(batch) * cfg.seq_len;
+  const size_t residual = (cfg.n_layers + 1) * N * cfg.d_model;  // x_0 .. x_L
+  const size_t elems = residual + cfg.n_layers * block_activation_layout(cfg, batch).total +
+                       head_activation_layout(cfg, batch).total +
+                       scratch_layout(cfg, batch, omp_get_max_threads()).total;
+  return elems * sizeof(float);
+}
+
+}  // namespace asteria

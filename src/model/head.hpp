@@ -1,0 +1,32 @@
+#pragma once
+// The head layer: final norm, LM head and loss.
+//   xf = norm_f(x); logits = xf W[0:V]^T; loss = CE(logits, targets) + z_loss * mean(lse^2)
+// W is lm_head [E, C] (untied) or wte [E, C] (tied). Only the first V = vocab_size rows take
+// part: padded embedding rows get no logits and no gradient (token ids are always < V).
+#include <cstdint>
+
+#include "model/activation_layout.hpp"
+#include "model/model_config.hpp"
+#include "model/ops/cross_entropy.hpp"
+
+namespace asteria {
+
+template <class T>
+struct HeadTensors {
+  T* norm_f = nullptr;     // [C] (RMSNorm only)
+  T* lm_head = nullptr;    // [E, C]: lm_head, or wte when tied
+};
+
+// Computes the loss parts and leaves dL/dlogits in the activations (fused cross-entropy).
+template <class T>
+ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
+                                     const HeadActivationLayout& layout, T* acts, const T* x,
+                                     const int32_t* targets);
+
+// Writes dL/dx into scratch.dres; adds scale * dL/dparams to dw.
+template <class T>
+void head_backward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
+                   const HeadTensors<T>& dw, const HeadActivationLayout& layout, const T* acts,
+                   const T* x, const ScratchLayout& scratch_layout, T* scratch, T scale);
+
+}  // namespace asteria

@@ -1,0 +1,259 @@
+// Model<T>: owns the parameter, gradient and activation buffers and wires the layers
+// (embedding, blocks, head) in the order model.hpp describes. Everything is allocated in the
+// constructor; forward and backward only run kernels.
+#include "model/model.hpp"
+
+#include <omp.h>
+
+#include "core/buffer.hpp"
+#include "core/error.hpp"
+#include "model/activation_layout.hpp"
+#include "model/block.hpp"
+#include "model/head.hpp"
+#include "model/init.hpp"
+#include "model/ops/embedding.hpp"
+#include "model/ops/rope.hpp"
+
+namespace asteria {
+
+namespace {
+
+void validate(const ModelConfig& cfg, int batch) {
+  ASTERIA_CHECK(batch >= 1, "model: batch must be >= 1 (got ", batch, ")");
+  ASTERIA_CHECK(cfg.d_model >= 1 && cfg.n_layers >= 1 && cfg.n_heads >= 1 && cfg.seq_len >= 1 &&
+                    cfg.mlp_hidden >= 1 && cfg.vocab_size >= 1,
+                "model: d_model, n_layers, n_heads, mlp_hidden, vocab_size and seq_len must all "
+                "be >= 1");
+  ASTERIA_CHECK(cfg.d_model % cfg.n_heads == 0, "model: d_model (", cfg.d_model,
+                ") must be divisible by n_heads (", cfg.n_heads, ")");
+  ASTERIA_CHECK(cfg.head_dim() % 2 == 0, "model: head_dim (", cfg.head_dim(),
+                ") must be even for RoPE");
+  ASTERIA_CHECK(cfg.embedding_size >= cfg.vocab_size, "model: embedding_size (",
+                cfg.embedding_size, ") must be >= vocab_size (", cfg.vocab_size, ")");
+  ASTERIA_CHECK(cfg.rope_theta > 0, "model: rope_theta must be > 0");
+  ASTERIA_CHECK(cfg.norm_eps > 0, "model: norm_eps must be > 0");
+  ASTERIA_CHECK(cfg.z_loss >= 0, "model: z_loss must be >= 0");
+}
+
+}  // namespace
+
+template <class T>
+struct Model<T>::Impl {
+  ModelConfig cfg;
+  int batch = 0;
+  int N = 0;  // batch * seq_len rows
+  std::vector<ParamTable> tables;
+  std::vector<std::string> names;
+  std::vector<Buffer<T>> params, grads;
+  std::vector<BlockTensors<T>> block_w, block_dw;
+  HeadTensors<T> head_w, head_dw;
+  T* wte = nullptr;   // [E, C]
+  T* dwte = nullptr;  // [E, C]
+
+  Buffer<int32_t> inputs, targets;  // [N]
+  Buffer<T> residual;               // [L + 1, N, C]: x_0 (embedding) .. x_L (last block)
+  BlockActivationLayout block_layout;
+  std::vector<Buffer<T>> block_acts;
+  HeadActivationLayout head_layout;
+  Buffer<T> head_acts;
+  ScratchLayout scratch_layout;
+  Buffer<T> scratch;
+  Buffer<T> rope_cos, rope_sin;  // [T, hd/2]
+  BlockContext<T> ctx;
+  double ce = 0, z = 0;
+
+  T* x(int i) { return residual.data() + static_cast<size_t>(i) * N * cfg.d_model; }
+};
+
+template <class T>
+Model<T>::Model(const ModelConfig& cfg, int batch) : impl_(std::make_unique<Impl>()) {
+  validate(cfg, batch);
+  Impl& m = *impl_;
+  m.cfg = cfg;
+  m.batch = batch;
+  m.N = batch * cfg.seq_len;
+  m.tables = model_param_tables(cfg);
+  const int L = cfg.n_layers;
+  m.names.push_back("embed");
+  for (int i = 0; i < L; i++) m.names.push_back("blocks." + std::to_string(i));
+  m.names.push_back("head");
+  for (const auto& t : m.tables) {
+    m.params.emplace_back(t.numel);
+    m.grads.emplace_back(t.numel);
+  }
+  m.wte = m.params[0].data();
+  m.dwte = m.grads[0].data();
+  for (int i = 0; i < L; i++) {
+    m.block_w.push_back(block_tensors(m.params[1 + i].data(), m.tables[1 + i]));
+    m.block_dw.push_back(block_tensors(m.grads[1 + i].data(), m.tables[1 + i]));
+  }
+  const ParamTable& ht = m.tables[L + 1];
+  for (const auto& e : ht.entries) {
+    if (e.name == "norm_f") {
+      m.head_w.norm_f = m.params[L + 1].data() + e.offset;
+      m.head_dw.norm_f = m.grads[L + 1].data() + e.offset;
+    } else if (e.name == "lm_head") {
+      m.head_w.lm_head = m.params[L + 1].data() + e.offset;
+      m.head_dw.lm_head = m.grads[L + 1].data() + e.offset;
+    }
+  }
+  if (cfg.tied_embeddings) {
+    m.head_w.lm_head = m.wte;
+    m.head_dw.lm_head = m.dwte;
+  }
+
+  m.inputs.resize(m.N);
+  m.targets.resize(m.N);
+  m.residual.resize(static_cast<size_t>(L + 1) * m.N * cfg.d_model);
+  m.block_layout = block_activation_layout(cfg, batch);
+  for (int i = 0; i < L; i++) m.block_acts.emplace_back(m.block_layout.total);
+  m.head_layout = head_activation_layout(cfg, batch);
+  m.head_acts.resize(m.head_layout.total);
+  m.scratch_layout = scratch_layout(cfg, batch, omp_get_max_threads());
+  m.scratch.resize(m.scratch_layout.total);
+
+  const int half = cfg.head_dim() / 2;
+  m.rope_cos.resize(static_cast<size_t>(cfg.seq_len) * half);
+  m.rope_sin.resize(static_cast<size_t>(cfg.seq_len) * half);
+  ops::rope_tables(m.rope_cos.data(), m.rope_sin.data(), cfg.seq_len, cfg.head_dim(),
+                   cfg.rope_theta);
+  m.ctx.cfg = &m.cfg;
+  m.ctx.batch = batch;
+  m.ctx.rope_cos = m.rope_cos.data();
+  m.ctx.rope_sin = m.rope_sin.data();
+}
+
+template <class T>
+Model<T>::~Model() = default;
+
+template <class T>
+const ModelConfig& Model<T>::config() const {
+  return impl_->cfg;
+}
+template <class T>
+int Model<T>::batch() const {
+  return impl_->batch;
+}
+template <class T>
+int Model<T>::num_layers() const {
+  return impl_->cfg.n_layers + 2;
+}
+template <class T>
+const std::string& Model<T>::layer_name(int l) const {
+  return impl_->names.at(l);
+}
+template <class T>
+const ParamTable& Model<T>::table(int l) const {
+  return impl_->tables.at(l);
+}
+template <class T>
+T* Model<T>::params(int l) {
+  return impl_->params.at(l).data();
+}
+template <class T>
+T* Model<T>::grads(int l) {
+  return impl_->grads.at(l).data();
+}
+template <class T>
+size_t Model<T>::num_params() const {
+  size_t n = 0;
+  for (const auto& t : impl_->tables) n += t.numel;
+  return n;
+}
+
+template <class T>
+void Model<T>::init(uint64_t seed) {
+  Impl& m = *impl_;
+  for (size_t l = 0; l < m.tables.size(); l++) {
+    const int block = (l >= 1 && l <= static_cast<size_t>(m.cfg.n_layers)) ? int(l) - 1 : -1;
+    for (const auto& e : m.tables[l].entries) {
+      T* p = m.params[l].data() + e.offset;
+      if (e.cls == ParamClass::Norm) {
+        for (size_t i = 0; i < e.numel; i++) p[i] = T(1);
+      } else {
+        fill_truncated_normal(p, e.numel, init_std_for(m.cfg, e, block), seed,
+                              name_stream(e.name));
+      }
+    }
+  }
+}
+
+template <class T>
+void Model<T>::zero_grads() {
+  for (auto& g : impl_->grads) g.zero();
+}
+
+template <class T>
+void Model<T>::set_batch(const int32_t* inputs, const int32_t* targets) {
+  Impl& m = *impl_;
+  const int V = m.cfg.vocab_size;
+  for (int i = 0; i < m.N; i++) {
+    ASTERIA_CHECK(inputs[i] >= 0 && inputs[i] < V && targets[i] >= 0 && targets[i] < V,
+                  "model: token id out of range [0, ", V, ") at position ", i, " (input ",
+                  inputs[i], ", target ", targets[i], ")");
+    m.inputs[i] = inputs[i];
+    m.targets[i] = targets[i];
+  }
+}
+
+template <class T>
+double Model<T>::forward(int l) {
+  Impl& m = *impl_;
+  const int L = m.cfg.n_layers;
+  ASTERIA_ASSERT(l >= 0 && l <= L + 1, "layer ", l);
+  if (l == 0) {
+    ops::embedding_forward(m.x(0), m.inputs.data(), m.wte, m.N, m.cfg.d_model);
+    return 0.0;
+  }
+  if (l <= L) {
+    block_forward(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1].data(), m.x(l - 1),
+                  m.x(l));
+    return 0.0;
+  }
+  const auto r = head_forward(m.cfg, m.batch, m.head_w, m.head_layout, m.head_acts.data(), m.x(L),
+                              m.targets.data());
+  m.ce = r.ce;
+  m.z = m.cfg.z_loss * r.z;  // the z-loss part of the loss: ce + z = loss
+  return m.ce + m.z;
+}
+
+template <class T>
+void Model<T>::backward(int l, double grad_scale) {
+  Impl& m = *impl_;
+  const int L = m.cfg.n_layers;
+  ASTERIA_ASSERT(l >= 0 && l <= L + 1, "layer ", l);
+  const T scale = static_cast<T>(grad_scale);
+  if (l == L + 1) {
+    head_backward(m.cfg, m.batch, m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
+                  m.scratch_layout, m.scratch.data(), scale);
+  } else if (l >= 1) {
+    block_backward(m.ctx, m.block_w[l - 1], m.block_dw[l - 1], m.block_layout,
+                   m.block_acts[l - 1].data(), m.x(l - 1), m.scratch_layout, m.scratch.data(),
+                   scale);
+  } else {
+    ops::embedding_backward(m.dwte, m.inputs.data(), m.scratch_layout.dres.in(m.scratch.data()),
+                            m.N, m.cfg.d_model, scale);
+  }
+}
+
+template <class T>
+double Model<T>::last_ce_loss() const {
+  return impl_->ce;
+}
+template <class T>
+double Model<T>::last_z_loss() const {
+  return impl_->z;
+}
+
+template <class T>
+size_t Model<T>::activation_bytes() const {
+  const Impl& m = *impl_;
+  size_t elems = m.residual.size() + m.head_acts.size() + m.scratch.size();
+  for (const auto& b : m.block_acts) elems += b.size();
+  return elems * sizeof(T);
+}
+
+template class Model<float>;
+template class Model<double>;
+
+}  // namespace asteria

@@ -1,0 +1,47 @@
+#include "model/ops/cross_entropy.hpp"
+
+#include <cmath>
+#include <cstddef>
+
+#include "model/ops/fast_exp.hpp"
+
+namespace asteria::ops {
+
+template <class T>
+CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N, int V,
+                                       double z_loss) {
+  double ce_sum = 0, z_sum = 0;  // double: sums over many rows
+  const T inv_n = T(1) / static_cast<T>(N);
+#pragma omp parallel for schedule(static) reduction(+ : ce_sum, z_sum)
+  for (int n = 0; n < N; n++) {
+    T* row = logits + static_cast<size_t>(n) * V;  // [V]
+    const int target = targets[n];
+    T mx = row[0];
+#pragma omp simd reduction(max : mx)
+    for (int j = 1; j < V; j++) mx = row[j] > mx ? row[j] : mx;
+    const T target_logit = row[target];
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < V; j++) {
+      const T e = fast_exp(row[j] - mx);
+      row[j] = e;
+      sum += e;
+    }
+    const T lse = mx + std::log(sum);
+    // (max - target) + log(sum) rather than lse - target: no cancellation of two large numbers.
+    ce_sum += static_cast<double>(mx - target_logit) + std::log(static_cast<double>(sum));
+    z_sum += static_cast<double>(lse) * static_cast<double>(lse);
+    // p = e / sum;  grad = p * (1 + 2 z lse) / N, minus 1/N at the target.
+    const T k = (T(1) + T(2 * z_loss) * lse) * inv_n / sum;
+#pragma omp simd
+    for (int j = 0; j < V; j++) row[j] *= k;
+    row[target] -= inv_n;
+  }
+  return {ce_sum / N, z_sum / N};
+}
+
+template CrossEntropyResult cross_entropy_fused<float>(float*, const int32_t*, int, int, double);
+template CrossEntropyResult cross_entropy_fused<double>(double*, const int32_t*, int, int,
+                                                        double);
+
+}  // namespace asteria::ops

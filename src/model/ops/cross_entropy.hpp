@@ -1,0 +1,22 @@
+#pragma once
+// Softmax cross-entropy with optional z-loss, fused with its backward: one pass over the logits
+// computes the loss and overwrites the logits with dL/dlogits, so the [N, V] logits are read
+// from memory once. Loss (per the model contract):
+//   L = mean_n (lse_n - logit[n, target_n]) + z_loss * mean_n lse_n^2,  lse_n = logsumexp(row n)
+//   dL/dlogit[n, j] = (p_nj - [j == target_n] + 2 z_loss lse_n p_nj) / N
+
+#include <cstdint>
+
+namespace asteria::ops {
+
+struct CrossEntropyResult {
+  double ce = 0;      // mean cross-entropy
+  double z = 0;       // mean lse^2 (the z-loss term before its coefficient)
+};
+
+// logits [N, V] in, dL/dlogits [N, V] out (in place). targets [N], each in [0, V).
+template <class T>
+CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N, int V,
+                                       double z_loss);
+
+}  // namespace asteria::ops

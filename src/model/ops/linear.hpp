@@ -1,0 +1,18 @@
+#pragma once
+// Linear layer without bias, PyTorch convention: weight is [out, in] and y = x W^T.
+// Both directions are single GEMMs over all N rows, so OpenBLAS threads them.
+
+namespace asteria::ops {
+
+// out[N, OC] (= or +=) inp[N, IC] @ weight[OC, IC]^T
+// accumulate = true adds into out (a residual stream written in place).
+template <class T>
+void linear_forward(T* out, const T* inp, const T* weight, int N, int IC, int OC, bool accumulate);
+
+// dinp[N, IC] (= or +=) dout[N, OC] @ weight[OC, IC]    (skipped when dinp is null)
+// dweight[OC, IC] += scale * dout^T @ inp[N, IC]
+template <class T>
+void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
+                     int IC, int OC, T scale, bool accumulate_dinp);
+
+}  // namespace asteria::ops

@@ -1,0 +1,41 @@
+#pragma once
+// Small dense helpers of the block preconditioners (fp32 state, row-major, contiguous).
+#include <cstdint>
+
+#include "core/gemm.hpp"
+
+namespace asteria::blockmath {
+
+// C (m x n) = alpha * op(A) * op(B) + beta * C for contiguous row-major operands.
+inline void mul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A,
+                const float* B, float beta, float* C) {
+  cpu::gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, A,
+            static_cast<int>(ta ? m : k), B, static_cast<int>(tb ? k : n), beta, C, static_cast<int>(n));
+}
+
+// Factor statistics of G (m x n): L = beta L + scale G G^T and R = beta R + scale G^T G.
+inline void accumulate_left(const float* G, int64_t m, int64_t n, float beta, float scale, float* L) {
+  mul(false, true, m, m, n, scale, G, G, beta, L);
+}
+inline void accumulate_right(const float* G, int64_t m, int64_t n, float beta, float scale, float* R) {
+  mul(true, false, n, n, m, scale, G, G, beta, R);
+}
+
+// out = Q_L^T X Q_R (to the eigenbasis) and out = Q_L X Q_R^T (back); tmp is m x n.
+inline void to_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* tmp, float* out) {
+  mul(true, false, m, n, m, 1.0f, QL, X, 0.0f, tmp);
+  mul(false, false, m, n, n, 1.0f, tmp, QR, 0.0f, out);
+}
+inline void from_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* tmp, float* out) {
+  mul(false, false, m, n, m, 1.0f, QL, X, 0.0f, tmp);
+  mul(false, true, m, n, n, 1.0f, tmp, QR, 0.0f, out);
+}
+
+inline void to_double(int64_t count, const float* x, double* y) {
+  for (int64_t i = 0; i < count; ++i) y[i] = x[i];
+}
+inline void to_float(int64_t count, const double* x, float* y) {
+  for (int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(x[i]);
+}
+
+}  // namespace asteria::blockmath

@@ -1,0 +1,43 @@
+#pragma once
+// KL-Shampoo (Lin et al. 2025, "Understanding and Improving Shampoo and SOAP via
+// Kullback-Leibler Minimization", arXiv 2509.03378) on one m x n block, following the
+// authors' prototype:
+//   first call:  S_L = (1-b)/n G G^T, S_R = (1-b)/m G^T G; Q_L, Q_R = their eigenbases
+//                (descending); eigenvalue estimates lambda = init_factor; no update.
+//   each step t = 1, 2, ...  (d = lambda^(-1/2), per factor, from the estimates):
+//     M <- b1 M + (1-b1) G
+//     D  = Q_L [ (Q_L^T M Q_R) * s / (1 + s eps) ] Q_R^T,   s_ij = d_L,i d_R,j
+//          i.e. D ~ S_L^(-1/2) M S_R^(-1/2)
+//     S_L <- b S_L + (1-b)/n G S_R^-1 G^T,  S_R <- b S_R + (1-b)/m G^T S_L^-1 G
+//          with S^-1 = Q diag(d^2) Q^T (the current basis and estimates)
+//     lambda_L <- b lambda_L + (1-b) diag(Q_L^T G S_R^-1 G^T Q_L) / n, lambda_R likewise;
+//          d = lambda^(-1/2), capped at max(10, min(dim, kl_max_clamp))
+//     if t % F == 0: Q <- qr(S Q) (one power step, no re-sorting; estimates kept)
+// b = shampoo_beta. No bias correction; decoupled weight decay by the optimizer.
+#include "optim/preconditioner.hpp"
+
+namespace asteria {
+
+class KLShampooBlock final : public BlockPreconditioner {
+ public:
+  KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
+  void before_refresh(const float* G) override;
+  bool refresh_due() const override;
+  void snapshot(RefreshJob& job) const override;
+  void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const override;
+  void after_refresh(const float*) override {}
+  bool has_direction() const override { return has_direction_; }
+  PreconditionerBytes state_bytes() const override;
+
+ private:
+  void install(const RefreshJob& job) override;
+  void initialize(const float* G);
+  void update_estimates(const double* diag, float* d, int64_t dim);
+  Buffer<float> SL_, SR_, QL_, QR_, M_, dL_, dR_, tmp1_, tmp2_, tmp3_;
+  std::vector<double> ldiag_, rdiag_;
+  int64_t t_ = 0;
+  bool initialized_ = false;
+  bool has_direction_ = false;
+};
+
+}  // namespace asteria

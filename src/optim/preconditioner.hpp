@@ -1,0 +1,116 @@
+#pragma once
+// One interface over the Kronecker-factored preconditioners of a matrix block (Shampoo, SOAP,
+// KL-Shampoo), after Meta's Distributed Shampoo: small variants behind one contract.
+//
+// An optimizer step of a block, given its (clipped) gradient G (rows x cols):
+//
+//   before_refresh(G)   the work the algorithm does before its refresh point
+//   -- refresh point --  if refresh_due(): snapshot -> compute -> publish
+//   after_refresh(G)    the rest; afterwards direction() holds the update D (rows x cols) when
+//                       has_direction() (SOAP and KL-Shampoo only initialize on their first call)
+//
+// and the optimizer applies W <- W - lr * D, then W <- W - lr * wd * W (decoupled decay).
+// Shampoo's refresh point lies between its statistics and its direction (roots computed at
+// step t precondition step t); SOAP's and KL-Shampoo's at the end of the step (a refreshed
+// basis is used from the next step), as in the authors' implementations.
+//
+// The refresh is split so that it can run elsewhere (runtime.mode asteria, a later issue):
+// snapshot() copies everything the refresh reads into a RefreshJob, compute_refresh() is a pure
+// function of the job (it may run on any thread), publish() installs the result. In native mode
+// the three run back to back at the refresh point.
+// A failed refresh (non-finite input, eigh failure) keeps the previous roots/basis and is
+// counted; more than max_failures in a row throws asteria::Error naming the block.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/buffer.hpp"
+#include "optim/matrix_functions.hpp"
+
+namespace asteria {
+
+enum class RootMethod { Eigh, Newton };
+enum class Grafting { Adam, None };
+
+struct PreconditionerParams {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;               // Adam-style denominators (grafting, SOAP, KL damping)
+  double shampoo_beta = 0.999;     // factor EMA (resolved: never negative here); 1 = plain sums
+  double root_eps = 1e-12;         // Shampoo: (L + root_eps I)^(-1/4)
+  int64_t precondition_frequency = 10;
+  int64_t start_preconditioning_step = 1;
+  RootMethod root_method = RootMethod::Eigh;
+  Grafting grafting = Grafting::Adam;
+  int max_failures = 3;
+  double kl_init_factor = 0.1;     // KL-Shampoo: initial eigenvalue estimate
+  double kl_max_clamp = 4000;      // KL-Shampoo: cap of the inverse-sqrt eigenvalue estimates
+};
+
+// Everything a refresh reads and writes, detached from the block.
+struct RefreshJob {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> left, right;               // factors (inputs)
+  std::vector<double> left_basis, right_basis;   // bases: inputs, refreshed in place (SOAP, KL)
+  std::vector<double> left_root, right_root;     // inverse roots (Shampoo outputs)
+  std::vector<int> left_perm, right_perm;        // SOAP: new column k = old column perm[k]
+  matfn::Status status = matfn::Status::Ok;
+};
+
+// Bytes of state one block keeps, by kind (for reports and --dry-run).
+struct PreconditionerBytes {
+  size_t factors = 0;    // L, R (hot: updated every step)
+  size_t roots = 0;      // inverse roots or eigenbases (warm: read every step, written every F)
+  size_t moments = 0;    // first/second moments, grafting state, eigenvalue estimates
+  size_t total() const { return factors + roots + moments; }
+};
+
+class BlockPreconditioner {
+ public:
+  BlockPreconditioner(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
+  virtual ~BlockPreconditioner() = default;
+
+  const std::string& name() const { return name_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+
+  // G: rows x cols, row-major, dense (already multiplied by the clip scale).
+  virtual void before_refresh(const float* G) = 0;
+  virtual bool refresh_due() const = 0;
+  virtual void snapshot(RefreshJob& job) const = 0;
+  virtual void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const = 0;
+  virtual void after_refresh(const float* G) = 0;
+  virtual bool has_direction() const = 0;
+  const float* direction() const { return direction_.data(); }
+  virtual PreconditionerBytes state_bytes() const = 0;
+
+  // Installs a computed refresh, or keeps the previous state when the job failed (counted;
+  // throws after more than max_failures consecutive failures).
+  void publish(const RefreshJob& job);
+  int consecutive_failures() const { return failures_; }
+  int64_t refresh_count() const { return refreshes_; }
+
+  // Native mode: the whole step including an inline refresh.
+  void step(const float* G, RefreshJob& job, matfn::Workspace& ws);
+
+ protected:
+  virtual void install(const RefreshJob& job) = 0;
+  std::string name_;
+  int64_t rows_, cols_;
+  PreconditionerParams p_;
+  Buffer<float> direction_;   // rows x cols
+
+ private:
+  int failures_ = 0;
+  int64_t refreshes_ = 0;
+};
+
+// Bytes a block of this algorithm would hold, without allocating it.
+PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
+
+std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
+                                                         int64_t rows, int64_t cols,
+                                                         const PreconditionerParams& p);
+
+}  // namespace asteria

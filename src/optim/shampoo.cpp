@@ -1,0 +1,105 @@
+#include "optim/shampoo.hpp"
+
+#include <cmath>
+
+#include "optim/block_math.hpp"
+
+namespace asteria {
+
+using namespace blockmath;
+
+ShampooBlock::ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p)
+    : BlockPreconditioner(std::move(name), rows, cols, p),
+      L_(rows * rows), R_(cols * cols), Linv_(rows * rows), Rinv_(cols * cols),
+      M_(rows * cols), V_(rows * cols), tmp_(rows * cols) {}
+
+PreconditionerBytes ShampooBlock::state_bytes() const { return preconditioner_bytes("shampoo", rows_, cols_); }
+
+void ShampooBlock::before_refresh(const float* G) {
+  ++t_;
+  const int64_t m = rows_, n = cols_, mn = m * n;
+  const float b = static_cast<float>(p_.shampoo_beta);
+  const float keep = b, add = b >= 1.0f ? 1.0f : 1.0f - b;
+  accumulate_left(G, m, n, keep, add, L_.data());
+  accumulate_right(G, m, n, keep, add, R_.data());
+  const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
+  const float v_add = b2 >= 1.0f ? 1.0f : 1.0f - b2;
+  float* M = M_.data();
+  float* V = V_.data();
+  for (int64_t i = 0; i < mn; ++i) {
+    M[i] = b1 * M[i] + (1.0f - b1) * G[i];
+    V[i] = b2 * V[i] + v_add * G[i] * G[i];
+  }
+}
+
+bool ShampooBlock::refresh_due() const {
+  return t_ >= p_.start_preconditioning_step &&
+         (t_ - p_.start_preconditioning_step) % p_.precondition_frequency == 0;
+}
+
+void ShampooBlock::snapshot(RefreshJob& job) const {
+  const int64_t m = rows_, n = cols_;
+  job.rows = m;
+  job.cols = n;
+  job.left.resize(m * m);
+  job.right.resize(n * n);
+  const double bc = p_.shampoo_beta < 1.0 ? 1.0 - std::pow(p_.shampoo_beta, static_cast<double>(t_)) : 1.0;
+  for (int64_t i = 0; i < m * m; ++i) job.left[i] = L_[i] / bc;
+  for (int64_t i = 0; i < n * n; ++i) job.right[i] = R_[i] / bc;
+}
+
+void ShampooBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
+  const int m = static_cast<int>(job.rows), n = static_cast<int>(job.cols);
+  job.left_root.resize(static_cast<size_t>(m) * m);
+  job.right_root.resize(static_cast<size_t>(n) * n);
+  auto root = [&](int d, const double* A, double* out) {
+    matfn::Status s = matfn::Status::Ok;
+    if (p_.root_method == RootMethod::Newton) {
+      s = matfn::inverse_root_newton(d, A, 4, p_.root_eps, out, ws);
+      if (s == matfn::Status::Ok) return s;
+    }
+    // The eigendecomposition is the reference method, and the retry after a Newton failure.
+    return matfn::inverse_root_eigh(d, A, 4.0, p_.root_eps, out, ws);
+  };
+  job.status = root(m, job.left.data(), job.left_root.data());
+  if (job.status == matfn::Status::Ok) job.status = root(n, job.right.data(), job.right_root.data());
+}
+
+void ShampooBlock::install(const RefreshJob& job) {
+  to_float(rows_ * rows_, job.left_root.data(), Linv_.data());
+  to_float(cols_ * cols_, job.right_root.data(), Rinv_.data());
+  have_roots_ = true;
+}
+
+void ShampooBlock::after_refresh(const float*) {
+  const int64_t m = rows_, n = cols_, mn = m * n;
+  const double t = static_cast<double>(t_);
+  const float inv_bc1 = static_cast<float>(p_.beta1 > 0 ? 1.0 / (1.0 - std::pow(p_.beta1, t)) : 1.0);
+  const float inv_bc2 = static_cast<float>(p_.beta2 < 1.0 ? 1.0 / (1.0 - std::pow(p_.beta2, t)) : 1.0);
+  const float eps = static_cast<float>(p_.eps);
+  const float* M = M_.data();
+  const float* V = V_.data();
+  float* D = direction_.data();
+  const bool graft = p_.grafting == Grafting::Adam;
+  // The Adam (grafting) direction and its norm.
+  double adam_sq = 0;
+  if (graft || !have_roots_) {
+    float* A = have_roots_ ? tmp_.data() : D;
+    for (int64_t i = 0; i < mn; ++i) {
+      const float mh = M[i] * inv_bc1;
+      A[i] = graft ? mh / (std::sqrt(V[i] * inv_bc2) + eps) : mh;
+      adam_sq += static_cast<double>(A[i]) * A[i];
+    }
+  }
+  if (!have_roots_) return;
+  // D = Linv M_hat Rinv (the bias correction of M is a scalar, applied after).
+  mul(false, false, m, n, m, inv_bc1, Linv_.data(), M, 0.0f, tmp_.data());
+  mul(false, false, m, n, n, 1.0f, tmp_.data(), Rinv_.data(), 0.0f, D);
+  if (!graft) return;
+  double d_sq = 0;
+  for (int64_t i = 0; i < mn; ++i) d_sq += static_cast<double>(D[i]) * D[i];
+  const float scale = d_sq > 0 ? static_cast<float>(std::sqrt(adam_sq / d_sq)) : 0.0f;
+  for (int64_t i = 0; i < mn; ++i) D[i] *= scale;
+}
+
+}  // namespace asteria

@@ -1,0 +1,32 @@
+#pragma once
+// Shampoo (Gupta et al. 2018) on one block, in the form of Meta's Distributed Shampoo:
+//   L <- b L + (1-b) G G^T,  R <- b R + (1-b) G^T G      (b = shampoo_beta; b = 1: plain sums)
+//   M <- b1 M + (1-b1) G                                 (first moment)
+//   every F steps from start_preconditioning_step on:
+//     Linv = (L/(1-b^t) + root_eps I)^(-1/4), Rinv likewise  (bias-corrected factors)
+//   D = Linv M_hat Rinv, rescaled to the norm of the Adam direction M_hat / (sqrt(v_hat) + eps)
+//   (grafting; v with beta2, or a plain sum when beta2 = 1). Before the first roots: D = the
+//   Adam direction (or M_hat without grafting).
+#include "optim/preconditioner.hpp"
+
+namespace asteria {
+
+class ShampooBlock final : public BlockPreconditioner {
+ public:
+  ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
+  void before_refresh(const float* G) override;
+  bool refresh_due() const override;
+  void snapshot(RefreshJob& job) const override;
+  void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const override;
+  void after_refresh(const float* G) override;
+  bool has_direction() const override { return true; }
+  PreconditionerBytes state_bytes() const override;
+
+ private:
+  void install(const RefreshJob& job) override;
+  Buffer<float> L_, R_, Linv_, Rinv_, M_, V_, tmp_;
+  int64_t t_ = 0;
+  bool have_roots_ = false;
+};
+
+}  // namespace asteria

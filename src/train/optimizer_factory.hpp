@@ -1,0 +1,29 @@
+#pragma once
+// Builds the configured optimizer, and accounts its state without building it (--dry-run).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/param_table.hpp"
+#include "optim/optimizer.hpp"
+#include "optim/second_order.hpp"
+#include "train/config.hpp"
+
+namespace asteria {
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o, const std::vector<ParamTable>& layers);
+
+// The second-order optimizer's parameters resolved from the config (shampoo_beta < 0 -> beta2).
+SecondOrderParams second_order_params(const OptimConfig& o);
+
+struct OptimizerStateBytes {
+  size_t factors = 0;     // Kronecker factors (L, R / S_L, S_R)
+  size_t roots = 0;       // inverse roots or eigenbases
+  size_t moments = 0;     // moments, grafting state, eigenvalue estimates, direction buffers
+  size_t adamw = 0;       // AdamW moments (all parameters for adamw; the 1-D ones otherwise)
+  int64_t blocks = 0;
+  size_t total() const { return factors + roots + moments + adamw; }
+};
+OptimizerStateBytes optimizer_state_bytes(const OptimConfig& o, const std::vector<ParamTable>& layers);
+
+}  // namespace asteria

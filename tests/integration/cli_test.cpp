@@ -1,0 +1,50 @@
+// The asteria-train command line: exit codes and messages, --dry-run, --print-plan.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "test_util.hpp"
+
+using asteria::testing::run_command;
+using asteria::testing::TempDir;
+
+namespace {
+const std::string kTrain = std::string(ASTERIA_BIN_DIR) + "/asteria-train";
+const std::string kConfigs = std::string(ASTERIA_SOURCE_DIR) + "/configs";
+}  // namespace
+
+TEST(Cli, DryRunReportsParamsMemoryAndFlops) {
+  std::string out;
+  ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-adamw.yaml --dry-run", &out)) << out;
+  EXPECT_NE(out.find("d_model: 2048"), std::string::npos) << out;
+  EXPECT_NE(out.find("total:        1176764416"), std::string::npos) << out;  // OLMo-1B, tied
+  EXPECT_NE(out.find("optimizer state:"), std::string::npos);
+  EXPECT_NE(out.find("activations:"), std::string::npos);
+  EXPECT_NE(out.find("training FLOPs per token:"), std::string::npos);
+}
+
+TEST(Cli, PrintPlanListsOpsPerLayer) {
+  std::string out;
+  ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/tiny-adamw.yaml --set train.grad_accum=2 --print-plan", &out)) << out;
+  EXPECT_NE(out.find("backward    blocks.1     micro=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("clip_grads"), std::string::npos);
+}
+
+TEST(Cli, BadInputExitsNonZeroWithMessage) {
+  TempDir dir("cli");
+  std::string cfg = dir.file("bad.yaml");
+  { std::ofstream(cfg) << "model:\n  preset: tiny\ntrain:\n  stepz: 3\n"; }
+  std::string out;
+  EXPECT_EQ(1, run_command(kTrain + " --config " + cfg + " --dry-run", &out));
+  EXPECT_NE(out.find(cfg + ":4: unknown key 'train.stepz'"), std::string::npos) << out;
+  EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/tiny-adamw.yaml --set optim.lr=abc --dry-run", &out));
+  EXPECT_NE(out.find("--set optim.lr=abc"), std::string::npos) << out;
+  EXPECT_EQ(1, run_command(kTrain + " --config " + dir.file("none.yaml"), &out));
+  EXPECT_NE(out.find("none.yaml"), std::string::npos) << out;
+  EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/tiny-adamw.yaml --set data.train=" +
+                               dir.file("nodata.bin") + " --set run.dir=" + dir.file("r"), &out));
+  EXPECT_NE(out.find("nodata.bin"), std::string::npos) << out;
+  EXPECT_NE(0, run_command(kTrain + " --bogus-flag", &out));
+  EXPECT_EQ(0, run_command(kTrain + " --help", &out));
+  EXPECT_NE(out.find("--print-plan"), std::string::npos);
+}

@@ -1,0 +1,124 @@
+// End to end: the tiny model trained on a token file made here; determinism; run outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "test_util.hpp"
+#include "train/config.hpp"
+#include "train/trainer.hpp"
+
+using namespace asteria;
+using asteria::testing::TempDir;
+
+namespace {
+
+Config tiny_config(const TempDir& dir, std::vector<std::string> extra = {}) {
+  std::vector<std::string> sets = {"data.train=" + dir.file("train.bin"),
+                                   "data.eval=" + dir.file("val.bin"),
+                                   "run.dir=" + dir.file("run"),
+                                   "train.steps=60",
+                                   "train.micro_batch=8",
+                                   "train.warmup_steps=5",
+                                   "train.eval_every=20",
+                                   "optim.lr=3e-3",
+                                   "data.eval_batches=2",
+                                   "run.overwrite=true"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return load_config_text("seed: 3\nmodel:\n  preset: tiny\n", "tiny.yaml", sets);
+}
+
+void make_data(const TempDir& dir) {
+  asteria::testing::write_bigram_tokens(dir.file("train.bin"), 60000, 512, 1);
+  asteria::testing::write_bigram_tokens(dir.file("val.bin"), 6000, 512, 2);
+}
+
+}  // namespace
+
+TEST(TrainTiny, LossFallsWellBelowLnVocabAndOutputsAreWritten) {
+  TempDir dir("train-tiny");
+  make_data(dir);
+  Config cfg = tiny_config(dir);
+  Trainer trainer(cfg);
+  TrainResult r = trainer.run();
+  const double ln_vocab = std::log(512.0);
+  EXPECT_LT(r.final_loss, 0.5 * ln_vocab) << "final train loss " << r.final_loss;
+  EXPECT_LT(r.final_eval_loss, 0.5 * ln_vocab) << "final eval loss " << r.final_eval_loss;
+  EXPECT_GT(r.tokens_per_s, 0);
+
+  std::ifstream in(dir.file("run/metrics.jsonl"));
+  std::string line;
+  int lines = 0, evals = 0;
+  double first_loss = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    ++lines;
+    for (const char* k : {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "step_time_s", "fwd_s",
+                          "bwd_s", "optim_s"})
+      EXPECT_TRUE(j.contains(k)) << k;
+    if (lines == 1) first_loss = j["loss"];
+    if (j.contains("eval_loss")) ++evals;
+  }
+  EXPECT_EQ(lines, 60);
+  EXPECT_EQ(evals, 3);  // steps 20, 40, 60
+  EXPECT_NEAR(first_loss, ln_vocab, 0.5);  // starts near uniform
+
+  // The resolved config is written and reads back to the same config.
+  Config again = load_config(dir.file("run/config.yaml"));
+  EXPECT_EQ(config_to_yaml(again), config_to_yaml(cfg));
+}
+
+TEST(TrainTiny, SameSeedGivesSameBitsAndGradAccumTrains) {
+  TempDir dir("train-det");
+  make_data(dir);
+  auto train = [&](std::vector<std::string> extra) {
+    Config cfg = tiny_config(dir, extra);
+    Trainer t(cfg);
+    t.run();
+    std::vector<std::vector<float>> p;
+    for (int l = 0; l < t.num_layers(); ++l) p.push_back(t.final_params(l));
+    return p;
+  };
+  auto a = train({"train.steps=8"});
+  auto b = train({"train.steps=8"});
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t l = 0; l < a.size(); ++l)
+    EXPECT_EQ(0, std::memcmp(a[l].data(), b[l].data(), a[l].size() * sizeof(float))) << "layer " << l;
+  auto c = train({"train.steps=8", "seed=4"});
+  EXPECT_NE(0, std::memcmp(a[1].data(), c[1].data(), a[1].size() * sizeof(float)));
+  // Two micro-batches of 4 make a different (but finite, trained) model than one of 8.
+  auto d = train({"train.steps=8", "train.micro_batch=4", "train.grad_accum=2"});
+  for (float x : d[1]) ASSERT_TRUE(std::isfinite(x));
+}
+
+TEST(TrainTiny, BadDataIsRefusedBeforeAnythingIsWritten) {
+  TempDir dir("train-bad");
+  make_data(dir);
+  auto expect_refused = [&](std::vector<std::string> extra, const std::string& needle) {
+    try {
+      Config cfg = tiny_config(dir, extra);
+      Trainer t(cfg);
+      FAIL() << "expected an error containing " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_refused({"data.train=" + dir.file("missing.bin")}, "missing.bin");
+  // Ids up to 511 do not fit a 300-token vocabulary.
+  expect_refused({"model.vocab_size=300"}, "train.bin");
+  // A sequence longer than the whole validation file.
+  asteria::testing::write_bigram_tokens(dir.file("short.bin"), 40, 512, 3);
+  expect_refused({"data.eval=" + dir.file("short.bin")}, "short.bin");
+  expect_refused({"runtime.mode=asteria"}, "not built yet");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("run")));
+
+  // An existing run is not overwritten unless asked.
+  std::filesystem::create_directories(dir.file("run"));
+  { std::ofstream(dir.file("run/metrics.jsonl")) << "{\"step\": 1}\n"; }
+  expect_refused({"run.overwrite=false"}, "already holds a run");
+  std::ifstream in(dir.file("run/metrics.jsonl"));
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(s, "{\"step\": 1}\n");
+}

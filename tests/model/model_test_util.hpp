@@ -1,0 +1,64 @@
+#pragma once
+// A tiny configuration and helpers shared by the whole-model tests.
+#include <cstdint>
+#include <vector>
+
+#include "grad_check.hpp"
+#include "model/model.hpp"
+
+namespace asteria::testing {
+
+// Small enough for finite differences over every tensor; the vocabulary is padded (30 -> 32)
+// so that the padded embedding rows are exercised too.
+inline ModelConfig tiny_config() {
+  ModelConfig c;
+  c.d_model = 16;
+  c.n_layers = 2;
+  c.n_heads = 2;
+  c.mlp_hidden = 24;
+  c.vocab_size = 30;
+  c.embedding_size = 32;
+  c.seq_len = 8;
+  c.init = InitKind::Normal;
+  c.init_std = 0.2;  // large enough that attention is far from uniform
+  return c;
+}
+
+struct TokenBatch {
+  std::vector<int32_t> inputs, targets;
+};
+
+inline TokenBatch random_batch(const ModelConfig& cfg, int batch, uint64_t seed) {
+  TestRng rng(seed);
+  TokenBatch b;
+  const size_t n = static_cast<size_t>(batch) * cfg.seq_len;
+  for (size_t i = 0; i < n; i++) {
+    b.inputs.push_back(static_cast<int32_t>((rng.uniform() + 1) / 2 * cfg.vocab_size));
+    b.targets.push_back(static_cast<int32_t>((rng.uniform() + 1) / 2 * cfg.vocab_size));
+  }
+  return b;
+}
+
+// Norm weights away from 1 so that their gradients matter in the checks.
+template <class T>
+void perturb_norm_weights(Model<T>& m, uint64_t seed) {
+  TestRng rng(seed);
+  for (int l = 0; l < m.num_layers(); l++)
+    for (const auto& e : m.table(l).entries)
+      if (e.cls == ParamClass::Norm)
+        for (size_t i = 0; i < e.numel; i++) m.params(l)[e.offset + i] = T(1 + 0.3 * rng.uniform());
+}
+
+template <class T>
+double forward_all(Model<T>& m) {
+  double loss = 0;
+  for (int l = 0; l < m.num_layers(); l++) loss = m.forward(l);
+  return loss;
+}
+
+template <class T>
+void backward_all(Model<T>& m, double grad_scale) {
+  for (int l = m.num_layers() - 1; l >= 0; l--) m.backward(l, grad_scale);
+}
+
+}  // namespace asteria::testing

@@ -1,0 +1,153 @@
+// Layer ops against hand-computed values: RoPE angles, causal masking, softmax cross-entropy,
+// z-loss, and the vectorizable exp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+#include "grad_check.hpp"
+#include "model/ops/attention.hpp"
+#include "model/ops/cross_entropy.hpp"
+#include "model/ops/fast_exp.hpp"
+#include "model/ops/rope.hpp"
+
+namespace asteria {
+namespace {
+
+TEST(RopeValues, RotatesPairsIAndIPlusHalf) {
+  // head_dim 4: pairs (0, 2) with freq theta^0 = 1 and (1, 3) with freq theta^(-1/2).
+  // theta = 4 / pi^2 makes the second frequency pi/2: at position 1 the pair (1, 3) turns by a
+  // quarter turn, at position 2 by a half turn; the pair (0, 2) turns by 1 and 2 radians.
+  const double pi = std::numbers::pi;
+  const int T = 3, hd = 4;
+  std::vector<double> cs(T * 2), sn(T * 2);
+  ops::rope_tables(cs.data(), sn.data(), T, hd, 4.0 / (pi * pi));
+  std::vector<double> x = {1, 2, 3, 4,  1, 2, 3, 4,  1, 2, 3, 4};  // positions 0, 1, 2
+  ops::rope_forward(x.data(), hd, T, T, 1, hd, cs.data(), sn.data());
+  const double expect[3][4] = {
+      {1, 2, 3, 4},                                                          // position 0
+      {std::cos(1.0) - 3 * std::sin(1.0), -4, 3 * std::cos(1.0) + std::sin(1.0), 2},
+      {std::cos(2.0) - 3 * std::sin(2.0), -2, 3 * std::cos(2.0) + std::sin(2.0), -4}};
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < hd; i++) EXPECT_NEAR(x[t * hd + i], expect[t][i], 1e-12) << t << "," << i;
+  // Backward rotates back: applying it to the rotated vectors restores the input.
+  ops::rope_backward(x.data(), hd, T, T, 1, hd, cs.data(), sn.data());
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < hd; i++) EXPECT_NEAR(x[t * hd + i], i + 1.0, 1e-12);
+}
+
+TEST(RopeValues, PositionRestartsEachSequence) {
+  // Row n has position n % seq_len: batch 2 of T 2 rotates rows 0 and 2 identically.
+  const int T = 2, hd = 2;
+  std::vector<double> cs(T), sn(T);
+  ops::rope_tables(cs.data(), sn.data(), T, hd, 10000.0);
+  std::vector<double> x = {1, 0, 1, 0, 1, 0, 1, 0};
+  ops::rope_forward(x.data(), hd, 2 * T, T, 1, hd, cs.data(), sn.data());
+  EXPECT_DOUBLE_EQ(x[0], 1.0);
+  EXPECT_DOUBLE_EQ(x[4], 1.0);
+  EXPECT_NEAR(x[2], std::cos(1.0), 1e-15);  // freq 1 for i = 0
+  EXPECT_NEAR(x[3], std::sin(1.0), 1e-15);
+  EXPECT_DOUBLE_EQ(x[6], x[2]);
+  EXPECT_DOUBLE_EQ(x[7], x[3]);
+}
+
+template <class T>
+void check_causal(int seq_len) {
+  // Changing q, k, v at positions after t must leave the outputs at positions <= t unchanged.
+  const int B = 2, C = 8, NH = 2;
+  testing::TestRng rng(11);
+  std::vector<T> qkv(static_cast<size_t>(B) * seq_len * 3 * C);
+  for (auto& v : qkv) v = static_cast<T>(rng.uniform());
+  std::vector<T> out1(B * seq_len * C), out2(B * seq_len * C),
+      att(static_cast<size_t>(B) * NH * seq_len * seq_len);
+  ops::attention_forward(out1.data(), att.data(), qkv.data(), B, seq_len, C, NH);
+  const int t = seq_len / 2;
+  for (int b = 0; b < B; b++)
+    for (int s = t + 1; s < seq_len; s++)
+      for (int c = 0; c < 3 * C; c++) qkv[(static_cast<size_t>(b) * seq_len + s) * 3 * C + c] += T(5);
+  ops::attention_forward(out2.data(), att.data(), qkv.data(), B, seq_len, C, NH);
+  int changed_after = 0;
+  for (int b = 0; b < B; b++)
+    for (int s = 0; s < seq_len; s++)
+      for (int c = 0; c < C; c++) {
+        const size_t i = (static_cast<size_t>(b) * seq_len + s) * C + c;
+        if (s <= t) EXPECT_EQ(out1[i], out2[i]) << "b " << b << " s " << s;
+        else changed_after += out1[i] != out2[i];
+      }
+  EXPECT_GT(changed_after, 0);  // the perturbation did reach the later positions
+}
+
+TEST(AttentionValues, CausalMaskSmall) { check_causal<float>(7); }
+TEST(AttentionValues, CausalMaskAcrossRowBlocks) {
+  check_causal<float>(2 * ops::kAttentionRowBlock + 5);
+}
+
+TEST(AttentionValues, FirstPositionCopiesItsValue) {
+  // Position 0 attends only to itself: its output is its own v, whatever q and k are.
+  const int B = 1, T = 4, C = 4, NH = 2;
+  testing::TestRng rng(12);
+  std::vector<double> qkv = rng.vec(B * T * 3 * C), out(B * T * C), att(B * NH * T * T);
+  ops::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  for (int c = 0; c < C; c++) EXPECT_NEAR(out[c], qkv[2 * C + c], 1e-15);
+  // Each probability row sums to 1 over the keys j <= t.
+  for (int h = 0; h < NH; h++)
+    for (int t = 0; t < T; t++) {
+      double s = 0;
+      for (int j = 0; j <= t; j++) s += att[(h * T + t) * T + j];
+      EXPECT_NEAR(s, 1.0, 1e-14);
+    }
+}
+
+TEST(CrossEntropyValues, HandComputed) {
+  // logits [0, ln 2, ln 3], target 2: softmax = [1, 2, 3] / 6, loss = ln 6 - ln 3 = ln 2.
+  std::vector<double> logits = {0.0, std::log(2.0), std::log(3.0)};
+  const int32_t target = 2;
+  const auto r = ops::cross_entropy_fused(logits.data(), &target, 1, 3, 0.0);
+  EXPECT_NEAR(r.ce, std::log(2.0), 1e-15);
+  EXPECT_NEAR(r.z, std::log(6.0) * std::log(6.0), 1e-14);  // lse^2, reported even when off
+  EXPECT_NEAR(logits[0], 1.0 / 6, 1e-15);
+  EXPECT_NEAR(logits[1], 2.0 / 6, 1e-15);
+  EXPECT_NEAR(logits[2], 3.0 / 6 - 1.0, 1e-15);
+}
+
+TEST(CrossEntropyValues, ZLossGradientAndMean) {
+  // Two rows; the gradient is (p - onehot + 2 z lse p) / N and z is the mean of lse^2.
+  const double z_loss = 0.25;
+  std::vector<double> logits = {0.0, std::log(2.0), std::log(3.0), 0.0, 0.0, 0.0};
+  const int32_t targets[2] = {2, 0};
+  const auto r = ops::cross_entropy_fused(logits.data(), targets, 2, 3, z_loss);
+  const double l1 = std::log(6.0), l2 = std::log(3.0);
+  EXPECT_NEAR(r.ce, (std::log(2.0) + std::log(3.0)) / 2, 1e-15);
+  EXPECT_NEAR(r.z, (l1 * l1 + l2 * l2) / 2, 1e-14);
+  EXPECT_NEAR(logits[1], (2.0 / 6) * (1 + 2 * z_loss * l1) / 2, 1e-15);
+  EXPECT_NEAR(logits[2], ((3.0 / 6) * (1 + 2 * z_loss * l1) - 1) / 2, 1e-15);
+  EXPECT_NEAR(logits[3], ((1.0 / 3) * (1 + 2 * z_loss * l2) - 1) / 2, 1e-15);
+}
+
+TEST(CrossEntropyValues, FloatLargeLogitsStayFinite) {
+  // Max subtraction keeps exp in range even for logits far beyond exp's float limit.
+  std::vector<float> logits = {1000.f, 999.f, -1000.f};
+  const int32_t target = 0;
+  const auto r = ops::cross_entropy_fused(logits.data(), &target, 1, 3, 0.0);
+  const double p1 = 1.0 / (1.0 + std::exp(1.0));  // softmax of the 999 entry
+  EXPECT_NEAR(r.ce, -std::log(1.0 - p1), 1e-6);
+  EXPECT_NEAR(logits[0], -p1, 1e-6);
+  EXPECT_NEAR(logits[1], p1, 1e-6);
+  EXPECT_NEAR(logits[2], 0.f, 1e-12);
+}
+
+TEST(FastExp, RelativeErrorOverTrainingRange) {
+  double worst = 0;
+  for (float x = -80.f; x <= 80.f; x += 0.01093f) {
+    const double ref = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::fabs(ops::fast_exp(x) - ref) / ref);
+  }
+  EXPECT_LT(worst, 3e-7);
+  EXPECT_EQ(ops::fast_exp(0.0f), 1.0f);
+  EXPECT_LT(ops::fast_exp(-1000.0f), 1e-37f);  // clamps instead of producing garbage
+  EXPECT_TRUE(std::isfinite(ops::fast_exp(1000.0f)));
+}
+
+}  // namespace
+}  // namespace asteria

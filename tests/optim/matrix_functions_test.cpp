@@ -1,0 +1,174 @@
+// Matrix functions against hand-derived matrices.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "optim/matrix_functions.hpp"
+
+using namespace asteria::matfn;
+
+namespace {
+
+// Q = H4 / 2, the symmetric orthogonal Hadamard matrix; A = Q diag(1, 16, 81, 256) Q.
+std::vector<double> hadamard_q() {
+  const double h[16] = {1, 1, 1, 1, 1, -1, 1, -1, 1, 1, -1, -1, 1, -1, -1, 1};
+  std::vector<double> q(16);
+  for (int i = 0; i < 16; ++i) q[i] = h[i] / 2;
+  return q;
+}
+
+std::vector<double> hadamard_a() {
+  auto q = hadamard_q();
+  const double d[4] = {1, 16, 81, 256};
+  std::vector<double> a(16, 0.0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 4; ++k) a[i * 4 + j] += q[i * 4 + k] * d[k] * q[k * 4 + j];
+  return a;
+}
+
+const std::vector<double> kHadamardRoot4 = [] {  // A^(-1/4) = (1/48) [...]
+  std::vector<double> m = {25, 7, 11, 5, 7, 25, 5, 11, 11, 5, 25, 7, 5, 11, 7, 25};
+  for (auto& x : m) x /= 48;
+  return m;
+}();
+const std::vector<double> kHadamardRoot2 = [] {  // A^(-1/2) = (1/576) [...]
+  std::vector<double> m = {205, 115, 155, 101, 115, 205, 101, 155, 155, 101, 205, 115, 101, 155, 115, 205};
+  for (auto& x : m) x /= 576;
+  return m;
+}();
+
+// A = B^(-2) for B below (condition number of A about 7e5), so A^(-1/2) = B.
+const std::vector<double> kIllA = {1195, -944, -224, -944, 746, 177, -224, 177, 42};
+const std::vector<double> kIllB = {1, 1, 1, 1, 2, -3, 1, -3, 18};
+
+void expect_matrix_near(const std::vector<double>& got, const std::vector<double>& want, double rel_tol) {
+  double scale = 0;
+  for (double x : want) scale = std::max(scale, std::abs(x));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], rel_tol * scale) << "entry " << i;
+}
+
+}  // namespace
+
+TEST(MatrixFunctions, HandDerivedMatricesAreConsistent) {
+  // B^-2 = A  <=>  B A B = I.
+  std::vector<double> ba(9, 0.0), bab(9, 0.0);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 3; ++k) ba[i * 3 + j] += kIllB[i * 3 + k] * kIllA[k * 3 + j];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 3; ++k) bab[i * 3 + j] += ba[i * 3 + k] * kIllB[k * 3 + j];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) EXPECT_NEAR(bab[i * 3 + j], i == j ? 1.0 : 0.0, 1e-9);
+}
+
+TEST(MatrixFunctions, EighRecoversEigenvaluesAndVectors) {
+  Workspace ws;
+  auto a = hadamard_a();
+  std::vector<double> w(4), v(16);
+  ASSERT_EQ(eigh(4, a.data(), w.data(), v.data(), ws), Status::Ok);
+  const double want[4] = {1, 16, 81, 256};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(w[i], want[i], 1e-10);
+  // Each eigenvector is +-(column of Q).
+  auto q = hadamard_q();
+  for (int j = 0; j < 4; ++j) {
+    double dot = 0;
+    for (int i = 0; i < 4; ++i) dot += v[i * 4 + j] * q[i * 4 + j];
+    EXPECT_NEAR(std::abs(dot), 1.0, 1e-12);
+  }
+  std::vector<double> w3(3), v3(9);
+  ASSERT_EQ(eigh(3, kIllA.data(), w3.data(), v3.data(), ws), Status::Ok);
+  EXPECT_GT(w3[2] / w3[0], 5e5);
+  EXPECT_LT(w3[2] / w3[0], 1e6);
+}
+
+TEST(MatrixFunctions, InverseRootsByEighMatchHandDerived) {
+  Workspace ws;
+  auto a = hadamard_a();
+  std::vector<double> out(16);
+  ASSERT_EQ(inverse_root_eigh(4, a.data(), 4, 0.0, out.data(), ws), Status::Ok);
+  expect_matrix_near(out, kHadamardRoot4, 1e-12);
+  ASSERT_EQ(inverse_root_eigh(4, a.data(), 2, 0.0, out.data(), ws), Status::Ok);
+  expect_matrix_near(out, kHadamardRoot2, 1e-12);
+  std::vector<double> out3(9);
+  ASSERT_EQ(inverse_root_eigh(3, kIllA.data(), 2, 0.0, out3.data(), ws), Status::Ok);
+  expect_matrix_near(out3, kIllB, 1e-8);
+}
+
+TEST(MatrixFunctions, InverseRootsByCoupledNewtonMatchHandDerived) {
+  Workspace ws;
+  auto a = hadamard_a();
+  std::vector<double> out(16);
+  ASSERT_EQ(inverse_root_newton(4, a.data(), 4, 0.0, out.data(), ws), Status::Ok);
+  expect_matrix_near(out, kHadamardRoot4, 1e-10);
+  ASSERT_EQ(inverse_root_newton(4, a.data(), 2, 0.0, out.data(), ws), Status::Ok);
+  expect_matrix_near(out, kHadamardRoot2, 1e-10);
+  std::vector<double> out3(9);
+  ASSERT_EQ(inverse_root_newton(3, kIllA.data(), 2, 0.0, out3.data(), ws, 200, 1e-11), Status::Ok);
+  expect_matrix_near(out3, kIllB, 1e-6);
+}
+
+TEST(MatrixFunctions, EpsilonShiftsAndClampsEigenvalues) {
+  Workspace ws;
+  // diag(-1e-12, 3): eps = 1 gives diag(max(1 - 1e-12, 1)..) ~ diag(1, 4)^(-1/2) = diag(1, 0.5).
+  std::vector<double> a = {-1e-12, 0, 0, 3}, out(4);
+  ASSERT_EQ(inverse_root_eigh(2, a.data(), 2, 1.0, out.data(), ws), Status::Ok);
+  EXPECT_NEAR(out[0], 1.0, 1e-9);
+  EXPECT_NEAR(out[3], 0.5, 1e-12);
+  // Without eps a singular matrix has no inverse root.
+  std::vector<double> sing = {1, 1, 1, 1};
+  EXPECT_EQ(inverse_root_eigh(2, sing.data(), 2, 0.0, out.data(), ws), Status::NotPositive);
+  // A negative eigenvalue far below -eps is clamped at eps: (-5 + 1) -> 1.
+  std::vector<double> neg = {-5, 0, 0, 3};
+  ASSERT_EQ(inverse_root_eigh(2, neg.data(), 2, 1.0, out.data(), ws), Status::Ok);
+  EXPECT_NEAR(out[0], 1.0, 1e-12);
+}
+
+TEST(MatrixFunctions, NonFiniteInputIsReportedNotPropagated) {
+  Workspace ws;
+  std::vector<double> a = {1, std::numeric_limits<double>::quiet_NaN(), 0, 1}, out(4, 7.0), w(2), v(4);
+  EXPECT_EQ(eigh(2, a.data(), w.data(), v.data(), ws), Status::NonFinite);
+  EXPECT_EQ(inverse_root_eigh(2, a.data(), 4, 1e-6, out.data(), ws), Status::NonFinite);
+  EXPECT_EQ(inverse_root_newton(2, a.data(), 4, 1e-6, out.data(), ws), Status::NonFinite);
+  std::vector<int> perm;
+  std::vector<double> q = {1, 0, 0, 1};
+  EXPECT_EQ(qr_refresh(2, a.data(), q.data(), perm, ws), Status::NonFinite);
+  EXPECT_EQ(q[0], 1.0);  // the previous basis is untouched
+}
+
+TEST(MatrixFunctions, QrRefreshSortsDescendingAndConvergesToEigenbasis) {
+  Workspace ws;
+  auto a = hadamard_a();
+  auto q = hadamard_q();
+  // Start from the exact eigenbasis in ascending order (1, 16, 81, 256): one refresh must put
+  // the 256-vector first (perm reverses) and keep the basis (up to signs).
+  std::vector<double> basis = q;
+  std::vector<int> perm;
+  ASSERT_EQ(qr_refresh(4, a.data(), basis.data(), perm, ws), Status::Ok);
+  EXPECT_EQ(perm, (std::vector<int>{3, 2, 1, 0}));
+  for (int k = 0; k < 4; ++k) {
+    double dot = 0;
+    for (int i = 0; i < 4; ++i) dot += basis[i * 4 + k] * q[i * 4 + (3 - k)];
+    EXPECT_NEAR(std::abs(dot), 1.0, 1e-12);
+  }
+  // From a rotated start, repeated refreshes (power iteration) converge to the eigenbasis.
+  std::vector<double> start = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  for (int it = 0; it < 60; ++it) ASSERT_EQ(qr_refresh(4, a.data(), start.data(), perm, ws), Status::Ok);
+  for (int k = 0; k < 4; ++k) {
+    double dot = 0;
+    for (int i = 0; i < 4; ++i) dot += start[i * 4 + k] * q[i * 4 + (3 - k)];
+    EXPECT_NEAR(std::abs(dot), 1.0, 1e-8) << "column " << k;
+  }
+  // The descending eigenbasis directly.
+  std::vector<double> eb(16);
+  ASSERT_EQ(eigenbasis_descending(4, a.data(), eb.data(), ws), Status::Ok);
+  for (int k = 0; k < 4; ++k) {
+    double dot = 0;
+    for (int i = 0; i < 4; ++i) dot += eb[i * 4 + k] * q[i * 4 + (3 - k)];
+    EXPECT_NEAR(std::abs(dot), 1.0, 1e-12);
+  }
+}
