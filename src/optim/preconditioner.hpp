@@ -80,7 +80,7 @@ class BlockPreconditioner {
   // Due at this step's refresh point: the block's refresh count c (schedule_count(), negative
   // while not eligible) satisfies (c + offset) % F == 0. offset 0 is the reference schedule;
   // runtime.stagger gives blocks different offsets so their refreshes spread over F steps.
-  bool refresh_due() const;
+  bool refresh_due() const { return due_at(schedule_count(0)); }
   void set_refresh_offset(int64_t offset) { offset_ = offset; }
   virtual void snapshot(RefreshJob& job) const = 0;
   virtual void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const = 0;
@@ -95,19 +95,25 @@ class BlockPreconditioner {
   int consecutive_failures() const { return failures_; }
   int64_t refresh_count() const { return refreshes_; }
 
+  // Whether the block's refresh will be due at its next step (if that step is not skipped):
+  // lets the plan list the refresh work of a step before it runs.
+  bool refresh_due_next_step() const;
+
   // Native mode: the whole step including an inline refresh.
   void step(const float* G, RefreshJob& job, matfn::Workspace& ws);
 
  protected:
   virtual void install(const RefreshJob& job) = 0;
   // Shampoo: steps since start_preconditioning_step; SOAP, KL-Shampoo: counted steps.
-  virtual int64_t schedule_count() const = 0;
+  // `ahead` = 1 asks for the count after the next step.
+  virtual int64_t schedule_count(int ahead = 0) const = 0;
   std::string name_;
   int64_t rows_, cols_;
   PreconditionerParams p_;
   Buffer<float> direction_;   // rows x cols
 
  private:
+  bool due_at(int64_t count) const;
   int failures_ = 0;
   int64_t refreshes_ = 0;
   int64_t offset_ = 0;

@@ -17,11 +17,14 @@ struct SecondOrderOptimizer::ThreadScratch {
 SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers)
     : p_(p) {
   size_t max_block = 0;
+  int64_t global_block = 0;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     blocks_.push_back(layer_blocks(l, layers[l], p.max_preconditioner_dim, p.precondition_embeddings));
     std::vector<std::unique_ptr<BlockPreconditioner>> pcs;
     for (const MatrixBlock& b : blocks_.back()) {
       pcs.push_back(make_preconditioner(p.algorithm, b.name, b.rows, b.cols, p.precond));
+      if (p.stagger) pcs.back()->set_refresh_offset(global_block % p.precond.precondition_frequency);
+      ++global_block;
       max_block = std::max(max_block, static_cast<size_t>(b.rows * b.cols));
     }
     precond_.push_back(std::move(pcs));
@@ -78,7 +81,9 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
       }
       skipped_in_a_row_[layer][bi] = 0;
       BlockPreconditioner& pc = *precond_[layer][bi];
-      pc.step(G, s.job, s.ws);
+      pc.before_refresh(G);
+      policy_->at_refresh_point(layer, bi, pc, step, s.job, s.ws);
+      pc.after_refresh(G);
       if (!pc.has_direction()) continue;
       const float* D = pc.direction();
       for (int64_t i = 0; i < b.rows; ++i) {
@@ -92,7 +97,6 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
     }
   }
   if (error) std::rethrow_exception(error);
-  (void)step;
 }
 
 }  // namespace asteria

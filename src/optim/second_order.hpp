@@ -7,7 +7,7 @@
 // step_layer, per block (blocks of a layer run in parallel, each on one thread):
 //   G = clip_scale * grad block (copied dense); a non-finite G skips the block for this step and
 //   counts as a failure of the block (NaN never reaches the weights or the statistics);
-//   the preconditioner's native step (inline refresh when due);
+//   before_refresh(G); the refresh policy at the refresh point; after_refresh(G);
 //   W <- W - lr * D;  W <- W - lr * weight_decay * W.
 #include <memory>
 #include <string>
@@ -16,6 +16,7 @@
 #include "optim/adamw.hpp"
 #include "optim/blocks.hpp"
 #include "optim/preconditioner.hpp"
+#include "optim/refresh_policy.hpp"
 
 namespace asteria {
 
@@ -25,6 +26,7 @@ struct SecondOrderParams {
   double weight_decay = 0.0;
   int64_t max_preconditioner_dim = 1024;
   bool precondition_embeddings = true;
+  bool stagger = false;               // block b refreshes when (count + b) % F == 0
   AdamWParams adamw_1d;
 };
 
@@ -38,6 +40,9 @@ class SecondOrderOptimizer final : public Optimizer {
 
   const std::vector<MatrixBlock>& blocks(int layer) const { return blocks_[layer]; }
   BlockPreconditioner& preconditioner(int layer, int block) { return *precond_[layer][block]; }
+  int num_layers() const { return static_cast<int>(blocks_.size()); }
+  // Where refreshes run (default: inline). The policy must outlive the optimizer's use.
+  void set_refresh_policy(RefreshPolicy* policy) { policy_ = policy ? policy : &inline_; }
 
  private:
   struct ThreadScratch;
@@ -46,6 +51,8 @@ class SecondOrderOptimizer final : public Optimizer {
   std::vector<std::vector<std::unique_ptr<BlockPreconditioner>>> precond_;
   std::vector<std::vector<int>> skipped_in_a_row_;   // non-finite gradients, per block
   std::unique_ptr<AdamW> adamw_;
+  InlineRefresh inline_;
+  RefreshPolicy* policy_ = &inline_;
   std::vector<std::unique_ptr<ThreadScratch>> scratch_;
 };
 

@@ -1,0 +1,33 @@
+#pragma once
+// Where and when a block's refresh (inverse roots / eigenbasis) runs, decided at the block's
+// refresh point (see preconditioner.hpp). Native mode refreshes inline, as the reference
+// implementations do; the shadow pipeline (runtime/shadow.hpp) snapshots the factors, computes
+// on host workers and publishes at a step fixed in advance.
+#include <cstdint>
+
+#include "optim/preconditioner.hpp"
+
+namespace asteria {
+
+class RefreshPolicy {
+ public:
+  virtual ~RefreshPolicy() = default;
+  // Called at the refresh point of block `block` of layer `layer` during optimizer step `step`.
+  // `job` and `ws` are the calling thread's scratch.
+  virtual void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step,
+                                RefreshJob& job, matfn::Workspace& ws) = 0;
+};
+
+// Synchronous refresh when due (runtime.mode native).
+class InlineRefresh final : public RefreshPolicy {
+ public:
+  void at_refresh_point(int, int, BlockPreconditioner& pc, int64_t, RefreshJob& job,
+                        matfn::Workspace& ws) override {
+    if (!pc.refresh_due()) return;
+    pc.snapshot(job);
+    pc.compute_refresh(job, ws);
+    pc.publish(job);
+  }
+};
+
+}  // namespace asteria
