@@ -5,28 +5,131 @@
 
 namespace asteria {
 
+Executor::Executor(WorkerPool* host_pool) : pool_(host_pool) {
+  staging_ = std::thread([this] { staging_loop(); });
+}
+
+Executor::~Executor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  staging_.join();
+}
+
 void Executor::bind(OpKind kind, Handler h) { handlers_[static_cast<int>(kind)] = std::move(h); }
+void Executor::bind_host(OpKind kind, HostHandler h) { host_handlers_[static_cast<int>(kind)] = std::move(h); }
+
+void Executor::reset_times() {
+  seconds_.fill(0.0);
+  compute_wait_s_ = 0;
+}
+
+void Executor::check_ready(const Op& op) {
+  for (int d : op.deps)
+    ASTERIA_ASSERT(done_[d], "op ", op.id, " (", to_string(op.kind), ") runs before its dependency ", d);
+  if (residency_) {
+    for (const auto* refs : {&op.reads, &op.writes})
+      for (const StateRef& r : *refs)
+        ASTERIA_ASSERT(residency_(r), "op ", op.id, " (", to_string(op.kind), ") touches ", to_string(r.kind),
+                       " of layer ", r.layer, ", which is not resident");
+  }
+}
+
+void Executor::mark_done(int id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_[id] = 1;
+  }
+  cv_.notify_all();
+}
+
+// Waits until every dependency of op has finished; host ops never finish within a plan, so a
+// dependency on one is a planning bug.
+void Executor::wait_for(const Op& op, bool count_stall) {
+  for (int d : op.deps)
+    ASTERIA_ASSERT(plan_->ops[d].lane != Lane::Host, "op ", op.id, " (", to_string(op.kind),
+                   ") depends on host-lane op ", d, "; host results are consumed through their owner");
+  std::unique_lock<std::mutex> lock(mu_);
+  auto ready = [&] {
+    for (int d : op.deps)
+      if (!done_[d]) return false;
+    return true;
+  };
+  if (ready()) return;
+  Timer t;
+  cv_.wait(lock, ready);
+  if (count_stall) compute_wait_s_ += t.seconds();
+}
+
+void Executor::run_op(const Op& op) {
+  const Handler& h = handlers_[static_cast<int>(op.kind)];
+  ASTERIA_ASSERT(h, "no handler bound for op kind ", to_string(op.kind));
+  check_ready(op);
+  Timer t;
+  h(op);
+  seconds_[static_cast<int>(op.kind)] += t.seconds();
+}
+
+void Executor::staging_loop() {
+  for (;;) {
+    int id;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !staging_queue_.empty(); });
+      if (stop_ && staging_queue_.empty()) return;
+      id = staging_queue_.front();
+      staging_queue_.pop_front();
+    }
+    const Op& op = plan_->ops[id];
+    wait_for(op, false);
+    if (op.lane == Lane::Host) {
+      // Submitted in plan order once its (staging / compute) dependencies finished.
+      const HostHandler& h = host_handlers_[static_cast<int>(op.kind)];
+      ASTERIA_ASSERT(h && pool_, "no host handler or worker pool for op kind ", to_string(op.kind));
+      check_ready(op);
+      Op copy = op;
+      pool_->submit([h, copy](int worker) { h(copy, worker); });
+    } else {
+      run_op(op);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --staging_outstanding_;
+      if (op.lane != Lane::Host) done_[id] = 1;
+    }
+    cv_.notify_all();
+  }
+}
 
 void Executor::run(const Plan& plan) {
-  done_.assign(plan.ops.size(), 0);
-  for (const Op& op : plan.ops) {
-    ASTERIA_ASSERT(op.lane == Lane::Compute, "op ", op.id, " (", to_string(op.kind),
-                   ") is on lane '", to_string(op.lane), "', which has no worker in this build");
-    for (int d : op.deps)
-      ASTERIA_ASSERT(done_[d], "op ", op.id, " (", to_string(op.kind), ") runs before its dependency ", d);
-    if (residency_) {
-      for (const auto* refs : {&op.reads, &op.writes})
-        for (const StateRef& r : *refs)
-          ASTERIA_ASSERT(residency_(r), "op ", op.id, " (", to_string(op.kind), ") touches ",
-                         to_string(r.kind), " of layer ", r.layer, ", which is not resident");
-    }
-    const Handler& h = handlers_[static_cast<int>(op.kind)];
-    ASTERIA_ASSERT(h, "no handler bound for op kind ", to_string(op.kind));
-    Timer t;
-    h(op);
-    seconds_[static_cast<int>(op.kind)] += t.seconds();
-    done_[op.id] = 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    plan_ = &plan;
+    done_.assign(plan.ops.size(), 0);
+    staging_outstanding_ = 0;
   }
+  for (const Op& op : plan.ops) {
+    if (op.lane == Lane::Compute) {
+      wait_for(op, true);
+      run_op(op);
+      mark_done(op.id);
+    } else {
+      ASTERIA_ASSERT(op.lane != Lane::Comm, "op ", op.id, " (", to_string(op.kind),
+                     ") is on lane 'comm', which has no worker in this build");
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        staging_queue_.push_back(op.id);
+        ++staging_outstanding_;
+      }
+      cv_.notify_all();
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  Timer t;
+  cv_.wait(lock, [this] { return staging_outstanding_ == 0; });
+  compute_wait_s_ += t.seconds();
 }
 
 }  // namespace asteria

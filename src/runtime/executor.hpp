@@ -1,36 +1,74 @@
 #pragma once
-// Runs a plan. Compute-lane ops run on the calling thread, in plan order. Before an op runs the
-// executor checks that each dependency has finished and that every state it touches is
-// resident (through the residency check, when one is installed); a violation is a bug and
-// aborts loudly. Lanes without a worker in this build (comm, staging, host) are refused when a
-// plan uses them. Time spent per op kind is accumulated for the metrics.
+// Runs a plan over its lanes:
+//   compute  ops run on the calling thread, in plan order;
+//   staging  ops run in plan order on the executor's staging thread (tier moves, snapshots);
+//   host     ops are handed, in plan order and once their dependencies finished, to the host
+//            worker pool (shadow root jobs); they outlive the step: whoever consumes their
+//            results waits for them (the shadow pipeline's publish barrier), not the executor.
+// Before an op runs, the executor checks that each dependency has finished (a compute op waits
+// for staging dependencies and the wait is counted as stall) and that every state it touches is
+// resident (through the residency check, when one is installed); a violation is a bug and aborts
+// loudly. run() returns when every compute and staging op of the plan has finished and every
+// host op was submitted. Time spent per op kind is accumulated for the metrics.
 #include <array>
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
 
 #include "runtime/plan.hpp"
+#include "runtime/worker_pool.hpp"
 
 namespace asteria {
 
 class Executor {
  public:
   using Handler = std::function<void(const Op&)>;
+  using HostHandler = std::function<void(const Op&, int worker)>;
   using ResidencyCheck = std::function<bool(const StateRef&)>;
+
+  // host_pool may be null when plans never use the host lane.
+  explicit Executor(WorkerPool* host_pool = nullptr);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
 
   // One handler per op kind, installed by the subsystem that owns the kind.
   void bind(OpKind kind, Handler h);
+  void bind_host(OpKind kind, HostHandler h);
   void set_residency_check(ResidencyCheck check) { residency_ = std::move(check); }
 
   void run(const Plan& plan);
 
-  // Seconds spent in each op kind since the last reset.
+  // Seconds spent in each op kind since the last reset (staging ops: on the staging thread).
   double seconds(OpKind kind) const { return seconds_[static_cast<int>(kind)]; }
-  void reset_times() { seconds_.fill(0.0); }
+  // Seconds the compute lane waited for staging ops since the last reset.
+  double compute_wait_seconds() const { return compute_wait_s_; }
+  void reset_times();
 
  private:
+  void check_ready(const Op& op);
+  void run_op(const Op& op);
+  void mark_done(int id);
+  void wait_for(const Op& op, bool count_stall);
+  void staging_loop();
+
   std::array<Handler, kNumOpKinds> handlers_;
+  std::array<HostHandler, kNumOpKinds> host_handlers_;
   std::array<double, kNumOpKinds> seconds_{};
+  double compute_wait_s_ = 0;
   ResidencyCheck residency_;
+  WorkerPool* pool_;
+
+  const Plan* plan_ = nullptr;
   std::vector<uint8_t> done_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<int> staging_queue_;
+  int staging_outstanding_ = 0;
+  bool stop_ = false;
+  std::thread staging_;
 };
 
 }  // namespace asteria

@@ -22,6 +22,9 @@ const char* to_string(OpKind k) {
     case OpKind::GradNorm: return "grad_norm";
     case OpKind::ClipGrads: return "clip_grads";
     case OpKind::OptimStep: return "optim_step";
+    case OpKind::Snapshot: return "snapshot";
+    case OpKind::RootJob: return "root_job";
+    case OpKind::PublishWait: return "publish_wait";
   }
   return "?";
 }
@@ -33,6 +36,7 @@ const char* to_string(StateKind k) {
     case StateKind::Activations: return "act";
     case StateKind::OptimState: return "optim";
     case StateKind::Batch: return "batch";
+    case StateKind::Snapshot: return "snapshot";
   }
   return "?";
 }
@@ -60,6 +64,7 @@ std::string Plan::describe(const std::vector<std::string>& layer_names) const {
     os << head;
     if (op.micro >= 0) os << " micro=" << op.micro;
     if (op.block >= 0) os << " block=" << op.block;
+    if (op.kind == OpKind::RootJob) os << " publish_at=" << op.tag;
     if (!op.deps.empty()) {
       os << " after=";
       for (size_t i = 0; i < op.deps.size(); ++i) os << (i ? "," : "") << op.deps[i];

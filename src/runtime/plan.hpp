@@ -22,14 +22,17 @@ enum class OpKind : uint8_t {
   GradNorm,      // optimizer: squared norm of a layer's gradient
   ClipGrads,     // optimizer: global-norm clip factor from all GradNorm results
   OptimStep,     // optimizer: update a layer's parameters
+  Snapshot,      // shadow (staging lane): copy the factors of the layer's refreshing blocks
+  RootJob,       // shadow (host lane): compute one block's roots / basis from its snapshot
+  PublishWait,   // shadow (compute lane): wait until the results due at this step are ready
 };
-constexpr int kNumOpKinds = 6;
+constexpr int kNumOpKinds = 9;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);
 
 // A piece of state an op touches: what it is and whose (layer index).
-enum class StateKind : uint8_t { Params, Grads, Activations, OptimState, Batch };
+enum class StateKind : uint8_t { Params, Grads, Activations, OptimState, Batch, Snapshot };
 const char* to_string(StateKind);
 
 struct StateRef {
@@ -45,6 +48,7 @@ struct Op {
   int layer = -1;              // -1: whole model
   int block = -1;              // preconditioner block (later optimizers), -1: whole layer
   int micro = -1;              // micro-batch, -1: not per micro-batch
+  int64_t tag = -1;            // owner-defined (shadow: the step a root job publishes at)
   std::vector<int> deps;       // ids of ops that must finish first
   std::vector<StateRef> reads;
   std::vector<StateRef> writes;

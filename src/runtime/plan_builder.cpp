@@ -19,8 +19,10 @@ void PlanBuilder::build(const StepShape& shape, Plan& plan) {
       for (auto* c : contributors_) c->backward(*this, l, m);
   }
   for (auto* c : contributors_) c->optimizer_begin(*this);
-  for (int l = L - 1; l >= 0; --l)
+  for (int l = L - 1; l >= 0; --l) {
     for (auto* c : contributors_) c->optimizer(*this, l);
+    for (auto* c : contributors_) c->after_optimizer(*this, l);
+  }
   for (auto* c : contributors_) c->step_end(*this);
   plan_ = nullptr;
 }

@@ -6,7 +6,7 @@
 //                            forward(l, m)   for l = 0 .. L-1
 //                            backward(l, m)  for l = L-1 .. 0
 //   optimizer_begin()
-//   optimizer(l)             for l = L-1 .. 0
+//   optimizer(l), after_optimizer(l)   for l = L-1 .. 0
 //   step_end()
 //
 // Contributors are called in registration order at each point (model, fsdp, optimizer, tiers,
@@ -35,6 +35,7 @@ class PlanContributor {
   virtual void backward(PlanBuilder&, int layer, int micro) {}
   virtual void optimizer_begin(PlanBuilder&) {}
   virtual void optimizer(PlanBuilder&, int layer) {}
+  virtual void after_optimizer(PlanBuilder&, int layer) {}
   virtual void step_end(PlanBuilder&) {}
 };
 

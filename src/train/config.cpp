@@ -386,9 +386,6 @@ OptimConfig optim_defaults(const std::string& name) {
 void check_supported(const Config& cfg) {
   if (cfg.optim.name == "adamw" && cfg.optim.beta2 >= 1.0)
     fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
-  if (cfg.runtime.mode != "native")
-    fail(cfg.source, ": runtime.mode '", cfg.runtime.mode,
-         "' is not built yet in this version of asteria-train (available: native)");
   if (cfg.checkpoint.every > 0 || !cfg.checkpoint.resume.empty())
     fail(cfg.source, ": checkpointing (checkpoint.every / checkpoint.resume) is not built yet in "
          "this version of asteria-train");

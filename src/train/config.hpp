@@ -73,9 +73,19 @@ struct TrainConfig {
   double final_lr_fraction = 0.1;    // lr at the last step = lr * this
 };
 
+// The shadow pipeline (runtime.mode asteria): roots / bases on host workers, published with a
+// fixed delay.
+struct ShadowConfig {
+  int threads = 1;              // host worker threads (low OS priority)
+  int64_t delay = 1;            // D: a snapshot of step t is published at step t + D
+  double worker_delay_ms = 0;   // for tests: every root job first sleeps this long
+};
+
 struct RuntimeConfig {
-  std::string mode = "native";  // native (asteria: later)
+  std::string mode = "native";  // native: roots inline (the baseline); asteria: shadow pipeline
   int threads = 0;              // 0 = all cores
+  bool stagger = false;         // spread the blocks' refreshes over the F steps
+  ShadowConfig shadow;
 };
 
 struct DistributedConfig {

@@ -123,9 +123,18 @@ void visit(V& v, TrainConfig& t) {
 }
 
 template <class V>
+void visit(V& v, ShadowConfig& s) {
+  v.field("threads", s.threads, at_least(1));
+  v.field("delay", s.delay, at_least(0));
+  v.field("worker_delay_ms", s.worker_delay_ms, at_least(0));
+}
+
+template <class V>
 void visit(V& v, RuntimeConfig& r) {
   v.field("mode", r.mode, one_of({"native", "asteria"}));
   v.field("threads", r.threads, at_least(0));
+  v.field("stagger", r.stagger, any());
+  v.section("shadow", r.shadow);
 }
 
 template <class V>

@@ -13,8 +13,9 @@ AdamWParams adamw_params(const OptimConfig& o) {
 
 }  // namespace
 
-SecondOrderParams second_order_params(const OptimConfig& o) {
+SecondOrderParams second_order_params(const OptimConfig& o, bool stagger) {
   SecondOrderParams p;
+  p.stagger = stagger;
   p.algorithm = o.name;
   PreconditionerParams& c = p.precond;
   c.beta1 = o.beta1;
@@ -37,9 +38,10 @@ SecondOrderParams second_order_params(const OptimConfig& o) {
   return p;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o, const std::vector<ParamTable>& layers) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o, const std::vector<ParamTable>& layers,
+                                          bool stagger) {
   if (o.name == "adamw") return std::make_unique<AdamW>(adamw_params(o), layers);
-  return std::make_unique<SecondOrderOptimizer>(second_order_params(o), layers);
+  return std::make_unique<SecondOrderOptimizer>(second_order_params(o, stagger), layers);
 }
 
 OptimizerStateBytes optimizer_state_bytes(const OptimConfig& o, const std::vector<ParamTable>& layers) {

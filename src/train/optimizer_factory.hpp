@@ -11,10 +11,12 @@
 
 namespace asteria {
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o, const std::vector<ParamTable>& layers);
+// `stagger`: runtime.stagger (second-order optimizers only).
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o, const std::vector<ParamTable>& layers,
+                                          bool stagger = false);
 
 // The second-order optimizer's parameters resolved from the config (shampoo_beta < 0 -> beta2).
-SecondOrderParams second_order_params(const OptimConfig& o);
+SecondOrderParams second_order_params(const OptimConfig& o, bool stagger = false);
 
 struct OptimizerStateBytes {
   size_t factors = 0;     // Kronecker factors (L, R / S_L, S_R)

@@ -14,6 +14,8 @@
 #include "data/token_file.hpp"
 #include "model/model.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/shadow.hpp"
+#include "runtime/worker_pool.hpp"
 #include "train/flops.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/metrics.hpp"
@@ -58,11 +60,15 @@ struct Trainer::Impl {
   std::unique_ptr<TrainLoader> loader;
   std::unique_ptr<EvalBatches> eval;
   std::unique_ptr<Model<float>> model;
+  // Declared in dependency order: the shadow pipeline uses the pool and the optimizer, the
+  // executor the pool; members are destroyed in reverse.
+  std::unique_ptr<WorkerPool> pool;
   std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<ShadowPipeline> shadow;
+  std::unique_ptr<Executor> executor;
   ModelStepOps model_ops{cfg.model.tied_embeddings};
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
-  Executor executor;
   Plan plan;
   std::vector<int32_t> inputs, targets;
   std::vector<double> grad_sq;        // per layer, filled by GradNorm ops
@@ -98,9 +104,21 @@ struct Trainer::Impl {
     model->init(cfg.seed);
     std::vector<ParamTable> tables;
     for (int l = 0; l < model->num_layers(); ++l) tables.push_back(model->table(l));
-    optimizer = make_optimizer(cfg.optim, tables);
+    optimizer = make_optimizer(cfg.optim, tables, cfg.runtime.stagger);
+    auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
+    if (cfg.runtime.mode == "asteria" && second_order) {
+      pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
+      shadow = std::make_unique<ShadowPipeline>(*second_order, *pool, cfg.runtime.shadow.delay,
+                                                cfg.runtime.shadow.worker_delay_ms / 1000.0);
+    }
+    executor = std::make_unique<Executor>(pool.get());
     grad_sq.assign(model->num_layers(), 0.0);
     builder.add_contributor(&model_ops);
+    // The shadow pipeline's publish_wait(l) goes before the optimizer's optim_step(l).
+    if (shadow) {
+      builder.add_contributor(shadow.get());
+      shadow->bind(*executor);
+    }
     builder.add_contributor(&optim_ops);
     bind_handlers();
   }
@@ -108,17 +126,17 @@ struct Trainer::Impl {
   void bind_handlers() {
     const int last = model->num_layers() - 1;
     const double grad_scale = 1.0 / cfg.train.grad_accum;
-    executor.bind(OpKind::LoadBatch, [this](const Op&) {
+    executor->bind(OpKind::LoadBatch, [this](const Op&) {
       loader->next_batch(cfg.train.micro_batch, inputs.data(), targets.data());
       model->set_batch(inputs.data(), targets.data());
     });
-    executor.bind(OpKind::Forward, [this, last](const Op& op) {
+    executor->bind(OpKind::Forward, [this, last](const Op& op) {
       double loss = model->forward(op.layer);
       if (op.layer == last) loss_sum += loss;
     });
-    executor.bind(OpKind::Backward,
+    executor->bind(OpKind::Backward,
                   [this, grad_scale](const Op& op) { model->backward(op.layer, grad_scale); });
-    executor.bind(OpKind::GradNorm, [this](const Op& op) {
+    executor->bind(OpKind::GradNorm, [this](const Op& op) {
       const float* g = model->grads(op.layer);
       const size_t n = model->table(op.layer).numel;
       double s = 0;
@@ -126,14 +144,14 @@ struct Trainer::Impl {
       for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
       grad_sq[op.layer] = s;
     });
-    executor.bind(OpKind::ClipGrads, [this](const Op&) {
+    executor->bind(OpKind::ClipGrads, [this](const Op&) {
       double s = 0;
       for (double x : grad_sq) s += x;
       grad_norm = std::sqrt(s);
       const double clip = cfg.optim.grad_clip;
       clip_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / grad_norm) : 1.0f;
     });
-    executor.bind(OpKind::OptimStep, [this](const Op& op) {
+    executor->bind(OpKind::OptimStep, [this](const Op& op) {
       float* g = model->grads(op.layer);
       optimizer->step_layer(op.layer, model->params(op.layer), g, clip_scale, lr, step);
       std::fill(g, g + model->table(op.layer).numel, 0.0f);
@@ -188,9 +206,9 @@ struct Trainer::Impl {
       lr = lr_at(step, cfg.optim.lr, cfg.train);
       builder.build({step, model->num_layers(), cfg.train.grad_accum}, plan);
       loss_sum = 0;
-      executor.reset_times();
+      executor->reset_times();
       Timer t;
-      executor.run(plan);
+      executor->run(plan);
       const double step_s = t.seconds();
       const double loss = loss_sum / cfg.train.grad_accum;
       ASTERIA_CHECK(std::isfinite(loss), "training diverged: loss is ", loss, " at step ", step);
@@ -208,13 +226,19 @@ struct Trainer::Impl {
           {"tokens_per_s", tps},
           {"mfu", peak > 0 ? tps * flops_per_token / peak : 0.0},
           {"step_time_s", step_s},
-          {"data_s", executor.seconds(OpKind::LoadBatch)},
-          {"fwd_s", executor.seconds(OpKind::Forward)},
-          {"bwd_s", executor.seconds(OpKind::Backward)},
-          {"optim_s", executor.seconds(OpKind::GradNorm) + executor.seconds(OpKind::ClipGrads) +
-                          executor.seconds(OpKind::OptimStep)},
+          {"data_s", executor->seconds(OpKind::LoadBatch)},
+          {"fwd_s", executor->seconds(OpKind::Forward)},
+          {"bwd_s", executor->seconds(OpKind::Backward)},
+          {"optim_s", executor->seconds(OpKind::GradNorm) + executor->seconds(OpKind::ClipGrads) +
+                          executor->seconds(OpKind::OptimStep)},
           {"elapsed_s", wall.seconds()}};
       if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
+      if (shadow) {
+        rec["shadow_stall_s"] = shadow->take_stall_seconds();
+        rec["shadow_in_flight"] = shadow->in_flight();
+        rec["shadow_published"] = shadow->published();
+        rec["staging_s"] = executor->seconds(OpKind::Snapshot);
+      }
       double eval_loss = -1;
       const bool eval_due = eval && ((cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) ||
                                      step == cfg.train.steps);

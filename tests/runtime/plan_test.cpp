@@ -118,7 +118,7 @@ TEST(ExecutorDeathTest, RefusesLaneWithoutWorker) {
   Op a;
   a.id = 0;
   a.kind = OpKind::OptimStep;
-  a.lane = Lane::Host;
+  a.lane = Lane::Comm;
   p.ops = {a};
   Executor ex;
   ex.bind(OpKind::OptimStep, [](const Op&) {});

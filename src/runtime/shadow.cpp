@@ -1,0 +1,215 @@
+#include "runtime/shadow.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/timer.hpp"
+
+namespace asteria {
+
+ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, int64_t delay, double worker_delay_s)
+    : opt_(opt), pool_(pool), delay_(delay), worker_delay_s_(worker_delay_s) {
+  ASTERIA_ASSERT(delay >= 0);
+  for (int l = 0; l < opt.num_layers(); ++l) queues_.emplace_back(opt.blocks(l).size());
+  for (int w = 0; w < pool.size(); ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
+  opt_.set_refresh_policy(this);
+}
+
+ShadowPipeline::~ShadowPipeline() {
+  pool_.drain();  // jobs hold pointers into this object
+  opt_.set_refresh_policy(nullptr);
+}
+
+ShadowPipeline::SlotPtr ShadowPipeline::acquire(BlockQueue& q) {
+  if (q.free.empty()) return std::make_shared<Slot>();
+  SlotPtr s = q.free.back();
+  q.free.pop_back();
+  return s;
+}
+
+void ShadowPipeline::wait_ready(const SlotPtr& slot) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (slot->state == SlotState::Ready) return;
+  Timer t;
+  ready_cv_.wait(lock, [&] { return slot->state == SlotState::Ready; });
+  stall_s_ += t.seconds();
+}
+
+void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int worker) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ASTERIA_ASSERT(slot->state == SlotState::Snapshotted, "root job of ", opt_.blocks(layer)[block].name,
+                   " started without its snapshot");
+    slot->state = SlotState::Computing;
+  }
+  if (worker_delay_s_ > 0) std::this_thread::sleep_for(std::chrono::duration<double>(worker_delay_s_));
+  // Pure: reads only the job, so the result does not depend on the worker or its timing.
+  opt_.preconditioner(layer, block).compute_refresh(slot->job, *worker_ws_[worker]);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot->state = SlotState::Ready;
+  }
+  ready_cv_.notify_all();
+}
+
+void ShadowPipeline::submit(int layer, int block, const SlotPtr& slot) {
+  pool_.submit([this, layer, block, slot](int worker) { compute(layer, block, slot, worker); });
+}
+
+ShadowPipeline::SlotPtr ShadowPipeline::find_slot(int layer, int block, int64_t publish_step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const SlotPtr& s : queues_[layer][block].slots)
+    if (s->publish_step == publish_step) return s;
+  return nullptr;
+}
+
+void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step,
+                                      RefreshJob&, matfn::Workspace&) {
+  BlockQueue& q = queues_[layer][block];
+  // 1. Install the results due at this step (in publish order).
+  for (;;) {
+    SlotPtr front;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (q.slots.empty() || q.slots.front()->publish_step > step) break;
+      front = q.slots.front();
+    }
+    wait_ready(front);
+    pc.publish(front->job);
+    ++published_;
+    std::lock_guard<std::mutex> lock(mu_);
+    q.slots.pop_front();
+    q.free.push_back(front);
+  }
+  // 2. Open a job when this block's refresh is due.
+  if (!pc.refresh_due()) return;
+  SlotPtr slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot = acquire(q);
+    slot->publish_step = step + delay_;
+    slot->state = SlotState::AwaitingSnapshot;
+  }
+  if (delay_ == 0) {
+    pc.snapshot(slot->job);
+    slot->state = SlotState::Snapshotted;
+    submit(layer, block, slot);
+    wait_ready(slot);
+    pc.publish(slot->job);
+    ++published_;
+    std::lock_guard<std::mutex> lock(mu_);
+    q.free.push_back(slot);
+    return;
+  }
+  bool planned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    planned = q.planned_snapshot_step == step;
+    q.slots.push_back(slot);
+  }
+  if (!planned) {  // the schedule moved at run time: snapshot here, compute now
+    pc.snapshot(slot->job);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slot->state = SlotState::Snapshotted;
+    }
+    submit(layer, block, slot);
+  }
+}
+
+void ShadowPipeline::optimizer(PlanBuilder& b, int layer) {
+  if (delay_ == 0 || layer >= static_cast<int>(queues_.size())) return;
+  plan_step_ = b.shape().step;
+  bool waits = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const BlockQueue& q : queues_[layer])
+      waits |= !q.slots.empty() && q.slots.front()->publish_step <= plan_step_;
+  }
+  if (!waits) return;
+  Op op;
+  op.kind = OpKind::PublishWait;
+  op.layer = layer;
+  op.reads = {{StateKind::Snapshot, layer}};
+  b.add(std::move(op));
+}
+
+void ShadowPipeline::after_optimizer(PlanBuilder& b, int layer) {
+  if (delay_ == 0 || layer >= static_cast<int>(queues_.size())) return;
+  const int64_t step = b.shape().step;
+  std::vector<int> due;
+  for (int bi = 0; bi < static_cast<int>(queues_[layer].size()); ++bi)
+    if (opt_.preconditioner(layer, bi).refresh_due_next_step()) {
+      due.push_back(bi);
+      std::lock_guard<std::mutex> lock(mu_);
+      queues_[layer][bi].planned_snapshot_step = step;
+    }
+  if (due.empty()) return;
+  Op snap;
+  snap.kind = OpKind::Snapshot;
+  snap.lane = Lane::Staging;
+  snap.layer = layer;
+  snap.deps = {b.find(OpKind::OptimStep, layer)};
+  snap.reads = {{StateKind::OptimState, layer}};
+  snap.writes = {{StateKind::Snapshot, layer}};
+  snap.tag = step + delay_;
+  const int snap_id = b.add(std::move(snap));
+  for (int bi : due) {
+    Op job;
+    job.kind = OpKind::RootJob;
+    job.lane = Lane::Host;
+    job.layer = layer;
+    job.block = bi;
+    job.tag = step + delay_;
+    job.deps = {snap_id};
+    job.reads = {{StateKind::Snapshot, layer}};
+    b.add(std::move(job));
+  }
+}
+
+void ShadowPipeline::bind(Executor& ex) {
+  ex.bind(OpKind::PublishWait, [this](const Op& op) {
+    std::vector<SlotPtr> due;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const BlockQueue& q : queues_[op.layer])
+        for (const SlotPtr& s : q.slots)
+          if (s->publish_step <= plan_step_) due.push_back(s);
+    }
+    for (const SlotPtr& s : due) wait_ready(s);
+  });
+  // The slots opened at this step (publishing at op.tag) are snapshotted after the layer's
+  // optimizer step and before the next one (the executor finishes staging ops within the step).
+  ex.bind(OpKind::Snapshot, [this](const Op& op) {
+    for (int bi = 0; bi < static_cast<int>(queues_[op.layer].size()); ++bi) {
+      SlotPtr slot = find_slot(op.layer, bi, op.tag);
+      if (!slot || slot->state != SlotState::AwaitingSnapshot) continue;
+      opt_.preconditioner(op.layer, bi).snapshot(slot->job);
+      std::lock_guard<std::mutex> lock(mu_);
+      slot->state = SlotState::Snapshotted;
+    }
+  });
+  ex.bind_host(OpKind::RootJob, [this](const Op& op, int worker) {
+    SlotPtr slot = find_slot(op.layer, op.block, op.tag);
+    if (!slot || slot->state != SlotState::Snapshotted) return;  // the block's schedule moved at run time
+    compute(op.layer, op.block, slot, worker);
+  });
+}
+
+double ShadowPipeline::take_stall_seconds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  double s = stall_s_;
+  stall_s_ = 0;
+  return s;
+}
+
+int ShadowPipeline::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& layer : queues_)
+    for (const BlockQueue& q : layer) n += static_cast<int>(q.slots.size());
+  return n;
+}
+
+}  // namespace asteria

@@ -1,0 +1,88 @@
+#pragma once
+// The shadow pipeline (DESIGN.md "Runtime subsystems"): second-order refreshes off the critical
+// path, with deterministic bounded staleness.
+//
+// At a block's refresh point of optimizer step t, when its refresh is due, a job slot is opened
+// that publishes at step t + D (D = runtime.shadow.delay):
+//   snapshot(layer)      staging lane, after the layer's optim_step: copies the factors (and
+//                        bases) of the layer's refreshing blocks into their job slots (back
+//                        buffers; the optimizer keeps reading its installed roots, the front);
+//   root_job(layer, b)   host lane: the pure refresh computation on a worker thread;
+//   publish_wait(layer)  compute lane, before the layer's optim_step of step t + D: waits for
+//                        the jobs due then (the bounded barrier; the wait is shadow stall);
+//   the install itself happens at the block's refresh point of step t + D.
+// Since a job's result depends only on its snapshot and is installed at a fixed step, the
+// parameters are bit-identical whatever the number and speed of the workers. With D = 0 the job
+// runs on a worker while the step waits, which is the native schedule (bit-identical to native).
+// If a block's schedule moves at run time (a step skipped for a non-finite gradient), its
+// snapshot is taken inline at the refresh point instead of by a planned op.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "optim/refresh_policy.hpp"
+#include "optim/second_order.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/plan_builder.hpp"
+#include "runtime/worker_pool.hpp"
+
+namespace asteria {
+
+class ShadowPipeline final : public RefreshPolicy, public PlanContributor {
+ public:
+  // worker_delay_s: each root job first sleeps this long (tests: slow workers).
+  ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, int64_t delay, double worker_delay_s = 0);
+  ~ShadowPipeline() override;
+
+  void bind(Executor& ex);
+
+  // RefreshPolicy.
+  void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, RefreshJob& job,
+                        matfn::Workspace& ws) override;
+  // PlanContributor.
+  void optimizer(PlanBuilder& b, int layer) override;
+  void after_optimizer(PlanBuilder& b, int layer) override;
+
+  // Seconds the compute lane waited for root jobs since the last call.
+  double take_stall_seconds();
+  // Jobs opened and not yet published.
+  int in_flight() const;
+  int64_t published() const { return published_; }
+
+ private:
+  enum class SlotState { AwaitingSnapshot, Snapshotted, Computing, Ready };
+  struct Slot {
+    int64_t publish_step = 0;
+    SlotState state = SlotState::AwaitingSnapshot;
+    RefreshJob job;
+  };
+  using SlotPtr = std::shared_ptr<Slot>;
+  struct BlockQueue {
+    std::deque<SlotPtr> slots;       // ordered by publish step
+    std::vector<SlotPtr> free;       // recycled job buffers
+    int64_t planned_snapshot_step = -1;
+  };
+
+  SlotPtr acquire(BlockQueue& q);
+  void submit(int layer, int block, const SlotPtr& slot);
+  void compute(int layer, int block, const SlotPtr& slot, int worker);
+  void wait_ready(const SlotPtr& slot);
+  SlotPtr find_slot(int layer, int block, int64_t publish_step);
+
+  SecondOrderOptimizer& opt_;
+  WorkerPool& pool_;
+  int64_t delay_;
+  double worker_delay_s_;
+  std::vector<std::vector<BlockQueue>> queues_;     // [layer][block]
+  std::vector<std::unique_ptr<matfn::Workspace>> worker_ws_;
+  mutable std::mutex mu_;
+  std::condition_variable ready_cv_;
+  double stall_s_ = 0;
+  std::atomic<int64_t> published_{0};
+  int64_t plan_step_ = 0;
+};
+
+}  // namespace asteria
