@@ -30,10 +30,6 @@ class KLShampooBlock final : public BlockPreconditioner {
 
  private:
   void install(const RefreshJob& job) override;
-  int64_t schedule_count(int ahead = 0) const override {
-    if (ahead == 0) return has_direction_ ? t_ : -1;  // the initializing call has no count
-    return initialized_ ? t_ + ahead : -1;
-  }
   void initialize(const float* G);
   void update_estimates(const double* diag, float* d, int64_t dim);
   Buffer<float> SL_, SR_, QL_, QR_, M_, dL_, dR_, tmp1_, tmp2_, tmp3_;

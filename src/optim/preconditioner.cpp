@@ -11,12 +11,6 @@ BlockPreconditioner::BlockPreconditioner(std::string name, int64_t rows, int64_t
                                          const PreconditionerParams& p)
     : name_(std::move(name)), rows_(rows), cols_(cols), p_(p), direction_(static_cast<size_t>(rows * cols)) {}
 
-bool BlockPreconditioner::due_at(int64_t c) const {
-  return c >= 0 && (c + offset_) % p_.precondition_frequency == 0;
-}
-
-bool BlockPreconditioner::refresh_due_next_step() const { return due_at(schedule_count(1)); }
-
 void BlockPreconditioner::publish(const RefreshJob& job) {
   if (job.status != matfn::Status::Ok) {
     ++failures_;
@@ -30,9 +24,9 @@ void BlockPreconditioner::publish(const RefreshJob& job) {
   install(job);
 }
 
-void BlockPreconditioner::step(const float* G, RefreshJob& job, matfn::Workspace& ws) {
+void BlockPreconditioner::step(const float* G, RefreshJob& job, matfn::Workspace& ws, bool refresh) {
   before_refresh(G);
-  if (refresh_due()) {
+  if (refresh && has_direction()) {
     snapshot(job);
     compute_refresh(job, ws);
     publish(job);

@@ -5,7 +5,7 @@
 // An optimizer step of a block, given its (clipped) gradient G (rows x cols):
 //
 //   before_refresh(G)   the work the algorithm does before its refresh point
-//   -- refresh point --  if refresh_due(): snapshot -> compute -> publish
+//   -- refresh point --  when due (refresh_schedule.hpp): snapshot -> compute -> publish
 //   after_refresh(G)    the rest; afterwards direction() holds the update D (rows x cols) when
 //                       has_direction() (SOAP and KL-Shampoo only initialize on their first call)
 //
@@ -77,11 +77,6 @@ class BlockPreconditioner {
 
   // G: rows x cols, row-major, dense (already multiplied by the clip scale).
   virtual void before_refresh(const float* G) = 0;
-  // Due at this step's refresh point: the block's refresh count c (schedule_count(), negative
-  // while not eligible) satisfies (c + offset) % F == 0. offset 0 is the reference schedule;
-  // runtime.stagger gives blocks different offsets so their refreshes spread over F steps.
-  bool refresh_due() const { return due_at(schedule_count(0)); }
-  void set_refresh_offset(int64_t offset) { offset_ = offset; }
   virtual void snapshot(RefreshJob& job) const = 0;
   virtual void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const = 0;
   virtual void after_refresh(const float* G) = 0;
@@ -95,28 +90,19 @@ class BlockPreconditioner {
   int consecutive_failures() const { return failures_; }
   int64_t refresh_count() const { return refreshes_; }
 
-  // Whether the block's refresh will be due at its next step (if that step is not skipped):
-  // lets the plan list the refresh work of a step before it runs.
-  bool refresh_due_next_step() const;
-
-  // Native mode: the whole step including an inline refresh.
-  void step(const float* G, RefreshJob& job, matfn::Workspace& ws);
+  // The whole step with an inline refresh when `refresh` (tests, native mode).
+  void step(const float* G, RefreshJob& job, matfn::Workspace& ws, bool refresh);
 
  protected:
   virtual void install(const RefreshJob& job) = 0;
-  // Shampoo: steps since start_preconditioning_step; SOAP, KL-Shampoo: counted steps.
-  // `ahead` = 1 asks for the count after the next step.
-  virtual int64_t schedule_count(int ahead = 0) const = 0;
   std::string name_;
   int64_t rows_, cols_;
   PreconditionerParams p_;
   Buffer<float> direction_;   // rows x cols
 
  private:
-  bool due_at(int64_t count) const;
   int failures_ = 0;
   int64_t refreshes_ = 0;
-  int64_t offset_ = 0;
 };
 
 // Bytes a block of this algorithm would hold, without allocating it.

@@ -12,18 +12,18 @@ namespace asteria {
 class RefreshPolicy {
  public:
   virtual ~RefreshPolicy() = default;
-  // Called at the refresh point of block `block` of layer `layer` during optimizer step `step`.
-  // `job` and `ws` are the calling thread's scratch.
-  virtual void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step,
+  // Called at the refresh point of block `block` of layer `layer` during optimizer step `step`;
+  // `due`: the block's refresh is scheduled now. `job` and `ws` are the calling thread's scratch.
+  virtual void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
                                 RefreshJob& job, matfn::Workspace& ws) = 0;
 };
 
 // Synchronous refresh when due (runtime.mode native).
 class InlineRefresh final : public RefreshPolicy {
  public:
-  void at_refresh_point(int, int, BlockPreconditioner& pc, int64_t, RefreshJob& job,
+  void at_refresh_point(int, int, BlockPreconditioner& pc, int64_t, bool due, RefreshJob& job,
                         matfn::Workspace& ws) override {
-    if (!pc.refresh_due()) return;
+    if (!due) return;
     pc.snapshot(job);
     pc.compute_refresh(job, ws);
     pc.publish(job);

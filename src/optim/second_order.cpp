@@ -17,19 +17,18 @@ struct SecondOrderOptimizer::ThreadScratch {
 SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers)
     : p_(p) {
   size_t max_block = 0;
-  int64_t global_block = 0;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     blocks_.push_back(layer_blocks(l, layers[l], p.max_preconditioner_dim, p.precondition_embeddings));
     std::vector<std::unique_ptr<BlockPreconditioner>> pcs;
     for (const MatrixBlock& b : blocks_.back()) {
       pcs.push_back(make_preconditioner(p.algorithm, b.name, b.rows, b.cols, p.precond));
-      if (p.stagger) pcs.back()->set_refresh_offset(global_block % p.precond.precondition_frequency);
-      ++global_block;
       max_block = std::max(max_block, static_cast<size_t>(b.rows * b.cols));
     }
     precond_.push_back(std::move(pcs));
     skipped_in_a_row_.emplace_back(blocks_.back().size(), 0);
   }
+  schedule_ = RefreshSchedule(p.algorithm, p.precond.precondition_frequency, p.precond.start_preconditioning_step,
+                              p.stagger, blocks_);
   const bool embeddings = p.precondition_embeddings;
   adamw_ = std::make_unique<AdamW>(p.adamw_1d, layers,
                                    [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); });
@@ -82,7 +81,8 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
       skipped_in_a_row_[layer][bi] = 0;
       BlockPreconditioner& pc = *precond_[layer][bi];
       pc.before_refresh(G);
-      policy_->at_refresh_point(layer, bi, pc, step, s.job, s.ws);
+      const bool due = pc.has_direction() && schedule_.due(layer, bi, step);
+      policy_->at_refresh_point(layer, bi, pc, step, due, s.job, s.ws);
       pc.after_refresh(G);
       if (!pc.has_direction()) continue;
       const float* D = pc.direction();

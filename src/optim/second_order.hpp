@@ -17,6 +17,7 @@
 #include "optim/blocks.hpp"
 #include "optim/preconditioner.hpp"
 #include "optim/refresh_policy.hpp"
+#include "optim/refresh_schedule.hpp"
 
 namespace asteria {
 
@@ -41,6 +42,7 @@ class SecondOrderOptimizer final : public Optimizer {
   const std::vector<MatrixBlock>& blocks(int layer) const { return blocks_[layer]; }
   BlockPreconditioner& preconditioner(int layer, int block) { return *precond_[layer][block]; }
   int num_layers() const { return static_cast<int>(blocks_.size()); }
+  const RefreshSchedule& schedule() const { return schedule_; }
   // Where refreshes run (default: inline). The policy must outlive the optimizer's use.
   void set_refresh_policy(RefreshPolicy* policy) { policy_ = policy ? policy : &inline_; }
 
@@ -48,6 +50,7 @@ class SecondOrderOptimizer final : public Optimizer {
   struct ThreadScratch;
   SecondOrderParams p_;
   std::vector<std::vector<MatrixBlock>> blocks_;
+  RefreshSchedule schedule_;
   std::vector<std::vector<std::unique_ptr<BlockPreconditioner>>> precond_;
   std::vector<std::vector<int>> skipped_in_a_row_;   // non-finite gradients, per block
   std::unique_ptr<AdamW> adamw_;

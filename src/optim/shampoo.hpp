@@ -23,9 +23,6 @@ class ShampooBlock final : public BlockPreconditioner {
 
  private:
   void install(const RefreshJob& job) override;
-  int64_t schedule_count(int ahead = 0) const override {
-    return t_ + ahead >= p_.start_preconditioning_step ? t_ + ahead - p_.start_preconditioning_step : -1;
-  }
   Buffer<float> L_, R_, Linv_, Rinv_, M_, V_, tmp_;
   int64_t t_ = 0;
   bool have_roots_ = false;

@@ -34,10 +34,6 @@ class SoapBlock final : public BlockPreconditioner {
 
  private:
   void install(const RefreshJob& job) override;
-  int64_t schedule_count(int ahead = 0) const override {
-    if (ahead == 0) return has_direction_ ? t_ : -1;  // the initializing call has no count
-    return initialized_ ? t_ + ahead : -1;
-  }
   void initialize(const float* G);
   Buffer<float> L_, R_, QL_, QR_, M_, V_, tmp1_, tmp2_;
   int64_t t_ = 0;

@@ -45,12 +45,16 @@ void Executor::mark_done(int id) {
   cv_.notify_all();
 }
 
-// Waits until every dependency of op has finished; host ops never finish within a plan, so a
-// dependency on one is a planning bug.
+// Waits until every dependency of op has finished. Dependencies come earlier in the plan (the
+// builder guarantees it); a compute op's compute dependencies have run already, so only staging
+// dependencies are waited for. Host ops never finish within a plan: depending on one is a
+// planning bug (host results are consumed through their owner).
 void Executor::wait_for(const Op& op, bool count_stall) {
-  for (int d : op.deps)
+  for (int d : op.deps) {
+    ASTERIA_ASSERT(d < op.id, "op ", op.id, " (", to_string(op.kind), ") runs before its dependency ", d);
     ASTERIA_ASSERT(plan_->ops[d].lane != Lane::Host, "op ", op.id, " (", to_string(op.kind),
-                   ") depends on host-lane op ", d, "; host results are consumed through their owner");
+                   ") depends on host-lane op ", d);
+  }
   std::unique_lock<std::mutex> lock(mu_);
   auto ready = [&] {
     for (int d : op.deps)
@@ -58,6 +62,10 @@ void Executor::wait_for(const Op& op, bool count_stall) {
     return true;
   };
   if (ready()) return;
+  if (op.lane == Lane::Compute)
+    for (int d : op.deps)
+      ASTERIA_ASSERT(done_[d] || plan_->ops[d].lane == Lane::Staging, "op ", op.id, " (", to_string(op.kind),
+                     ") runs before its dependency ", d);
   Timer t;
   cv_.wait(lock, ready);
   if (count_stall) compute_wait_s_ += t.seconds();

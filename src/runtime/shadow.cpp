@@ -13,6 +13,9 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, int6
   ASTERIA_ASSERT(delay >= 0);
   for (int l = 0; l < opt.num_layers(); ++l) queues_.emplace_back(opt.blocks(l).size());
   for (int w = 0; w < pool.size(); ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
+  std::vector<int> blocks;
+  for (int l = 0; l < opt.num_layers(); ++l) blocks.push_back(static_cast<int>(opt.blocks(l).size()));
+  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(blocks), delay);
   opt_.set_refresh_policy(this);
 }
 
@@ -64,7 +67,7 @@ ShadowPipeline::SlotPtr ShadowPipeline::find_slot(int layer, int block, int64_t 
   return nullptr;
 }
 
-void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step,
+void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
                                       RefreshJob&, matfn::Workspace&) {
   BlockQueue& q = queues_[layer][block];
   // 1. Install the results due at this step (in publish order).
@@ -82,8 +85,8 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     q.slots.pop_front();
     q.free.push_back(front);
   }
-  // 2. Open a job when this block's refresh is due.
-  if (!pc.refresh_due()) return;
+  if (!due) return;
+  // 2. Open a job; its snapshot is taken by the planned snapshot op after this layer's step.
   SlotPtr slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -91,9 +94,12 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     slot->publish_step = step + delay_;
     slot->state = SlotState::AwaitingSnapshot;
   }
-  if (delay_ == 0) {
+  if (delay_ == 0) {  // the native schedule, computed on a worker
     pc.snapshot(slot->job);
-    slot->state = SlotState::Snapshotted;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slot->state = SlotState::Snapshotted;
+    }
     submit(layer, block, slot);
     wait_ready(slot);
     pc.publish(slot->job);
@@ -102,58 +108,42 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     q.free.push_back(slot);
     return;
   }
-  bool planned;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    planned = q.planned_snapshot_step == step;
-    q.slots.push_back(slot);
-  }
-  if (!planned) {  // the schedule moved at run time: snapshot here, compute now
-    pc.snapshot(slot->job);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      slot->state = SlotState::Snapshotted;
-    }
-    submit(layer, block, slot);
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  q.slots.push_back(slot);
 }
 
-void ShadowPipeline::optimizer(PlanBuilder& b, int layer) {
-  if (delay_ == 0 || layer >= static_cast<int>(queues_.size())) return;
-  plan_step_ = b.shape().step;
+ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, int64_t delay)
+    : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay) {}
+
+void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
+  const int64_t step = b.shape().step;
+  if (delay_ == 0 || step - delay_ < 1) return;
   bool waits = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const BlockQueue& q : queues_[layer])
-      waits |= !q.slots.empty() && q.slots.front()->publish_step <= plan_step_;
-  }
+  for (int bi = 0; bi < blocks_[layer]; ++bi) waits |= schedule_.due(layer, bi, step - delay_);
   if (!waits) return;
   Op op;
   op.kind = OpKind::PublishWait;
   op.layer = layer;
+  op.tag = step;
   op.reads = {{StateKind::Snapshot, layer}};
   b.add(std::move(op));
 }
 
-void ShadowPipeline::after_optimizer(PlanBuilder& b, int layer) {
-  if (delay_ == 0 || layer >= static_cast<int>(queues_.size())) return;
+void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
   const int64_t step = b.shape().step;
+  if (delay_ == 0) return;
   std::vector<int> due;
-  for (int bi = 0; bi < static_cast<int>(queues_[layer].size()); ++bi)
-    if (opt_.preconditioner(layer, bi).refresh_due_next_step()) {
-      due.push_back(bi);
-      std::lock_guard<std::mutex> lock(mu_);
-      queues_[layer][bi].planned_snapshot_step = step;
-    }
+  for (int bi = 0; bi < blocks_[layer]; ++bi)
+    if (schedule_.due(layer, bi, step)) due.push_back(bi);
   if (due.empty()) return;
   Op snap;
   snap.kind = OpKind::Snapshot;
   snap.lane = Lane::Staging;
   snap.layer = layer;
+  snap.tag = step + delay_;
   snap.deps = {b.find(OpKind::OptimStep, layer)};
   snap.reads = {{StateKind::OptimState, layer}};
   snap.writes = {{StateKind::Snapshot, layer}};
-  snap.tag = step + delay_;
   const int snap_id = b.add(std::move(snap));
   for (int bi : due) {
     Op job;
@@ -175,7 +165,7 @@ void ShadowPipeline::bind(Executor& ex) {
       std::lock_guard<std::mutex> lock(mu_);
       for (const BlockQueue& q : queues_[op.layer])
         for (const SlotPtr& s : q.slots)
-          if (s->publish_step <= plan_step_) due.push_back(s);
+          if (s->publish_step <= op.tag) due.push_back(s);
     }
     for (const SlotPtr& s : due) wait_ready(s);
   });

@@ -14,8 +14,8 @@
 // Since a job's result depends only on its snapshot and is installed at a fixed step, the
 // parameters are bit-identical whatever the number and speed of the workers. With D = 0 the job
 // runs on a worker while the step waits, which is the native schedule (bit-identical to native).
-// If a block's schedule moves at run time (a step skipped for a non-finite gradient), its
-// snapshot is taken inline at the refresh point instead of by a planned op.
+// The refresh schedule is a pure function of the step (optim/refresh_schedule.hpp), so the ops
+// of any step are known when its plan is built (ShadowPlanOps, also used by --print-plan).
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -31,20 +31,33 @@
 
 namespace asteria {
 
-class ShadowPipeline final : public RefreshPolicy, public PlanContributor {
+// The shadow pipeline's ops in a step's plan: publish_wait(l) before optim_step(l) for the
+// blocks publishing now, snapshot(l) after it and one root_job per block refreshing now.
+class ShadowPlanOps final : public PlanContributor {
+ public:
+  // blocks_per_layer[l]: number of preconditioned blocks of layer l.
+  ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, int64_t delay);
+  void optimizer(PlanBuilder& b, int layer) override;
+  void after_optimizer(PlanBuilder& b, int layer) override;
+
+ private:
+  const RefreshSchedule& schedule_;
+  std::vector<int> blocks_;
+  int64_t delay_;
+};
+
+class ShadowPipeline final : public RefreshPolicy {
  public:
   // worker_delay_s: each root job first sleeps this long (tests: slow workers).
   ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, int64_t delay, double worker_delay_s = 0);
   ~ShadowPipeline() override;
 
   void bind(Executor& ex);
+  PlanContributor& plan_ops() { return *plan_ops_; }
 
   // RefreshPolicy.
-  void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, RefreshJob& job,
-                        matfn::Workspace& ws) override;
-  // PlanContributor.
-  void optimizer(PlanBuilder& b, int layer) override;
-  void after_optimizer(PlanBuilder& b, int layer) override;
+  void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
+                        RefreshJob& job, matfn::Workspace& ws) override;
 
   // Seconds the compute lane waited for root jobs since the last call.
   double take_stall_seconds();
@@ -63,7 +76,6 @@ class ShadowPipeline final : public RefreshPolicy, public PlanContributor {
   struct BlockQueue {
     std::deque<SlotPtr> slots;       // ordered by publish step
     std::vector<SlotPtr> free;       // recycled job buffers
-    int64_t planned_snapshot_step = -1;
   };
 
   SlotPtr acquire(BlockQueue& q);
@@ -82,7 +94,7 @@ class ShadowPipeline final : public RefreshPolicy, public PlanContributor {
   std::condition_variable ready_cv_;
   double stall_s_ = 0;
   std::atomic<int64_t> published_{0};
-  int64_t plan_step_ = 0;
+  std::unique_ptr<ShadowPlanOps> plan_ops_;
 };
 
 }  // namespace asteria

@@ -14,6 +14,7 @@
 #include "data/token_file.hpp"
 #include "model/model.hpp"
 #include "runtime/executor.hpp"
+#include "optim/refresh_schedule.hpp"
 #include "runtime/shadow.hpp"
 #include "runtime/worker_pool.hpp"
 #include "train/flops.hpp"
@@ -116,7 +117,7 @@ struct Trainer::Impl {
     builder.add_contributor(&model_ops);
     // The shadow pipeline's publish_wait(l) goes before the optimizer's optim_step(l).
     if (shadow) {
-      builder.add_contributor(shadow.get());
+      builder.add_contributor(&shadow->plan_ops());
       shadow->bind(*executor);
     }
     builder.add_contributor(&optim_ops);
@@ -278,10 +279,35 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
   builder.add_contributor(&model_ops);
+  // The shadow pipeline's ops follow from the refresh schedule alone: no optimizer state needed.
+  std::unique_ptr<RefreshSchedule> schedule;
+  std::unique_ptr<ShadowPlanOps> shadow_ops;
+  std::string note;
+  if (cfg.optim.name != "adamw") {
+    std::vector<std::vector<MatrixBlock>> blocks;
+    std::vector<int> counts;
+    for (int l = 0; l < L; ++l) {
+      blocks.push_back(layer_blocks(l, tables[l], cfg.optim.max_preconditioner_dim, cfg.optim.precondition_embeddings));
+      counts.push_back(static_cast<int>(blocks.back().size()));
+    }
+    schedule = std::make_unique<RefreshSchedule>(cfg.optim.name, cfg.optim.precondition_frequency,
+                                                 cfg.optim.start_preconditioning_step, cfg.runtime.stagger, blocks);
+    int due = 0;
+    for (int l = 0; l < L; ++l)
+      for (int b = 0; b < counts[l]; ++b) due += schedule->due(l, b, step);
+    note = "refreshes at this step: " + std::to_string(due) + " block(s) (" +
+           (cfg.runtime.mode == "asteria" ? "shadow pipeline, delay " + std::to_string(cfg.runtime.shadow.delay)
+                                          : std::string("native: inline in optim_step")) +
+           ")\n";
+    if (cfg.runtime.mode == "asteria") {
+      shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, cfg.runtime.shadow.delay);
+      builder.add_contributor(shadow_ops.get());
+    }
+  }
   builder.add_contributor(&optim_ops);
   Plan plan;
   builder.build({step, L, cfg.train.grad_accum}, plan);
-  return plan.describe(names);
+  return plan.describe(names) + note;
 }
 
 }  // namespace asteria

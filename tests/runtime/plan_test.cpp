@@ -2,12 +2,22 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
 
 #include "runtime/executor.hpp"
 #include "runtime/plan_builder.hpp"
 #include "train/step_plan.hpp"
 
 using namespace asteria;
+
+// The executor owns a staging thread: its death tests re-execute the binary instead of forking.
+class ExecutorDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
 
 namespace {
 
@@ -90,7 +100,7 @@ TEST(Executor, RunsOpsInPlanOrderThroughHandlers) {
   for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int>(i));
 }
 
-TEST(ExecutorDeathTest, RefusesOpBeforeItsDependency) {
+TEST_F(ExecutorDeathTest, RefusesOpBeforeItsDependency) {
   Plan p;
   Op a;
   a.id = 0;
@@ -105,7 +115,7 @@ TEST(ExecutorDeathTest, RefusesOpBeforeItsDependency) {
   EXPECT_DEATH(ex.run(p), "runs before its dependency");
 }
 
-TEST(ExecutorDeathTest, RefusesNonResidentState) {
+TEST_F(ExecutorDeathTest, RefusesNonResidentState) {
   Plan p = build(2, 1);
   Executor ex;
   for (int k = 0; k < kNumOpKinds; ++k) ex.bind(static_cast<OpKind>(k), [](const Op&) {});
@@ -113,7 +123,7 @@ TEST(ExecutorDeathTest, RefusesNonResidentState) {
   EXPECT_DEATH(ex.run(p), "not resident");
 }
 
-TEST(ExecutorDeathTest, RefusesLaneWithoutWorker) {
+TEST_F(ExecutorDeathTest, RefusesLaneWithoutWorker) {
   Plan p;
   Op a;
   a.id = 0;
@@ -123,4 +133,53 @@ TEST(ExecutorDeathTest, RefusesLaneWithoutWorker) {
   Executor ex;
   ex.bind(OpKind::OptimStep, [](const Op&) {});
   EXPECT_DEATH(ex.run(p), "no worker");
+}
+
+TEST(Executor, StagingOpsRunInOrderAndHostOpsOnTheWorkerPool) {
+  WorkerPool pool(2);
+  Executor ex(&pool);
+  Plan p;
+  auto add = [&](OpKind k, Lane lane, std::vector<int> deps) {
+    Op op;
+    op.id = static_cast<int>(p.ops.size());
+    op.kind = k;
+    op.lane = lane;
+    op.deps = std::move(deps);
+    p.ops.push_back(op);
+  };
+  add(OpKind::OptimStep, Lane::Compute, {});        // 0
+  add(OpKind::Snapshot, Lane::Staging, {0});        // 1
+  add(OpKind::RootJob, Lane::Host, {1});            // 2
+  add(OpKind::PublishWait, Lane::Compute, {1});     // 3: waits for the staging op
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::atomic<bool> staged{false};
+  std::thread::id main_thread = std::this_thread::get_id(), staging_thread, host_thread;
+  ex.bind(OpKind::OptimStep, [&](const Op&) { std::lock_guard<std::mutex> l(mu); order.push_back("optim"); });
+  ex.bind(OpKind::Snapshot, [&](const Op&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::lock_guard<std::mutex> l(mu);
+    order.push_back("snapshot");
+    staging_thread = std::this_thread::get_id();
+    staged = true;
+  });
+  ex.bind_host(OpKind::RootJob, [&](const Op&, int) {
+    std::lock_guard<std::mutex> l(mu);
+    order.push_back("root_job");
+    host_thread = std::this_thread::get_id();
+  });
+  ex.bind(OpKind::PublishWait, [&](const Op&) {
+    EXPECT_TRUE(staged.load());  // a compute op waits for its staging dependency
+    std::lock_guard<std::mutex> l(mu);
+    order.push_back("publish_wait");
+  });
+  ex.run(p);
+  pool.drain();
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[0], "optim");
+  EXPECT_EQ(order[1], "snapshot");
+  EXPECT_NE(staging_thread, main_thread);
+  EXPECT_NE(host_thread, main_thread);
+  EXPECT_NE(host_thread, staging_thread);
+  EXPECT_GT(ex.compute_wait_seconds(), 0.005);  // the publish_wait stalled on the snapshot
 }
