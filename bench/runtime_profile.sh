@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Issue-4 benchmark: step-time profile of bench-small with SOAP, Shampoo and KL-Shampoo in native
+# mode (synchronous roots, reference schedule) and asteria mode (shadow pipeline, staggered,
+# delay 1, one host worker), against AdamW: median, p99 and max step time, mean relative to AdamW.
+# Then the same at 8 micro-batches of gradient accumulation for AdamW and SOAP.
+#   bench/runtime_profile.sh [STEPS] [ACCUM_STEPS]      (defaults 200 and 40)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${1:-200}
+ACCUM_STEPS=${2:-40}
+OUT=${ASTERIA_BENCH_OUT:-bench/results/runtime-profile-$(date +%Y%m%d-%H%M)}
+scripts/setup.sh >/dev/null
+scripts/prepare_data.sh 4096 >/dev/null
+mkdir -p "$OUT"
+common=(--set run.overwrite=true --set train.eval_every=0 --set data.eval= --set train.warmup_steps=10)
+run() {  # NAME CONFIG STEPS [SETS...]
+  local name=$1 cfg=$2 steps=$3
+  shift 3
+  local sets=()
+  for s in "$@"; do sets+=(--set "$s"); done
+  build/bin/asteria-train --config "configs/bench-small-$cfg.yaml" --set "run.dir=$OUT/$name" --set "train.steps=$steps" \
+    "${common[@]}" "${sets[@]}" | tail -1
+}
+asteria=(runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=1 runtime.shadow.threads=1)
+run adamw adamw "$STEPS"
+for opt in soap shampoo kl-shampoo; do
+  run "$opt-native" "$opt" "$STEPS" runtime.mode=native
+  run "$opt-asteria" "$opt" "$STEPS" "${asteria[@]}"
+done
+run adamw-accum8 adamw "$ACCUM_STEPS" train.grad_accum=8
+run soap-native-accum8 soap "$ACCUM_STEPS" train.grad_accum=8 runtime.mode=native
+run soap-asteria-accum8 soap "$ACCUM_STEPS" train.grad_accum=8 "${asteria[@]}"
+
+py=/usr/bin/python3
+{
+  echo "== 1 micro-batch, $STEPS steps (step times skip the first 12 steps: warm-up and the initial eigendecompositions)"
+  $py bench/summarize_runs.py --skip-steps 12 --baseline "$OUT/adamw" "$OUT"/{soap,shampoo,kl-shampoo}-{native,asteria} --json "$OUT/summary.json"
+  echo "== 8 micro-batches, $ACCUM_STEPS steps"
+  $py bench/summarize_runs.py --skip-steps 4 --baseline "$OUT/adamw-accum8" "$OUT"/soap-{native,asteria}-accum8 --json "$OUT/summary-accum8.json"
+  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
+} | tee "$OUT/summary.txt"
+$py scripts/plot_metrics.py "$OUT/adamw" "$OUT"/{soap,shampoo,kl-shampoo}-{native,asteria} --out "$OUT/plots" \
+  --labels adamw,soap-native,soap-asteria,shampoo-native,shampoo-asteria,kl-native,kl-asteria >/dev/null
