@@ -58,19 +58,20 @@ def main():
     a = ap.parse_args()
     base = load(a.baseline)
     base_evals = [r["eval_loss"] for r in base if "eval_loss" in r]
-    if not base_evals:
-        sys.exit("summarize_runs: the baseline has no eval_loss")
-    target = base_evals[-1]
+    target = base_evals[-1] if base_evals else None
     out = [summarize(os.path.basename(os.path.normpath(a.baseline)), base, target, a.skip_steps)]
     out += [summarize(os.path.basename(os.path.normpath(r)), load(r), target, a.skip_steps) for r in a.runs]
-    hdr = f"{'run':28s} {'final eval':>10s} {'reach@step':>10s} {'reach@s':>8s} {'median s':>9s} {'mean s':>8s} {'p99 s':>8s} {'max s':>8s} {'max/med':>8s}"
-    print(f"baseline final eval loss: {target:.4f}")
+    for s in out:
+        s["mean_vs_baseline"] = s["step_time_mean_s"] / out[0]["step_time_mean_s"]
+    hdr = f"{'run':28s} {'final eval':>10s} {'reach@step':>10s} {'reach@s':>8s} {'median s':>9s} {'mean s':>8s} {'p99 s':>8s} {'max s':>8s} {'max/med':>8s} {'mean/base':>9s}"
+    if target is not None:
+        print(f"baseline final eval loss: {target:.4f}")
     print(hdr)
     for s in out:
         fmt = lambda v, f: (f % v) if v is not None else "-"
         print(f"{s['run']:28s} {fmt(s['final_eval_loss'], '%.4f'):>10s} {fmt(s['reaches_baseline_final_eval_at_step'], '%d'):>10s} "
               f"{fmt(s['reaches_baseline_final_eval_at_s'], '%.0f'):>8s} {s['step_time_median_s']:9.3f} {s['step_time_mean_s']:8.3f} "
-              f"{s['step_time_p99_s']:8.3f} {s['step_time_max_s']:8.3f} {s['max_over_median']:8.2f}")
+              f"{s['step_time_p99_s']:8.3f} {s['step_time_max_s']:8.3f} {s['max_over_median']:8.2f} {s['mean_vs_baseline']:9.3f}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"baseline_final_eval_loss": target, "runs": out}, f, indent=2)
