@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "optim/block_math.hpp"
+#include "optim/eigenbasis.hpp"
 
 namespace asteria {
 
@@ -24,21 +25,10 @@ void KLShampooBlock::initialize(const float* G) {
   const float b = static_cast<float>(p_.shampoo_beta);
   accumulate_left(G, m, n, 0.0f, (1.0f - b) / static_cast<float>(n), SL_.data());
   accumulate_right(G, m, n, 0.0f, (1.0f - b) / static_cast<float>(m), SR_.data());
-  static thread_local matfn::Workspace ws;
-  static thread_local std::vector<double> a, q;
   RefreshJob status_only;
-  auto basis = [&](int64_t d, const float* S, float* Q) {
-    a.resize(d * d);
-    q.resize(d * d);
-    to_double(d * d, S, a.data());
-    matfn::Status s = matfn::eigenbasis_descending(static_cast<int>(d), a.data(), q.data(), ws);
-    if (s == matfn::Status::Ok) to_float(d * d, q.data(), Q);
-    else
-      for (int64_t i = 0; i < d * d; ++i) Q[i] = (i / d == i % d) ? 1.0f : 0.0f;
-    if (status_only.status == matfn::Status::Ok) status_only.status = s;
-  };
-  basis(m, SL_.data(), QL_.data());
-  basis(n, SR_.data(), QR_.data());
+  status_only.status = eigenbasis::initial(m, SL_.data(), QL_.data());
+  const matfn::Status right = eigenbasis::initial(n, SR_.data(), QR_.data());
+  if (status_only.status == matfn::Status::Ok) status_only.status = right;
   if (status_only.status != matfn::Status::Ok) publish(status_only);
   const float d0 = static_cast<float>(1.0 / std::sqrt(p_.kl_init_factor));
   std::fill(dL_.data(), dL_.data() + m, d0);
@@ -116,24 +106,11 @@ void KLShampooBlock::before_refresh(const float* G) {
 }
 
 void KLShampooBlock::snapshot(RefreshJob& job) const {
-  const int64_t m = rows_, n = cols_;
-  job.rows = m;
-  job.cols = n;
-  job.left.resize(m * m);
-  job.right.resize(n * n);
-  job.left_basis.resize(m * m);
-  job.right_basis.resize(n * n);
-  to_double(m * m, SL_.data(), job.left.data());
-  to_double(n * n, SR_.data(), job.right.data());
-  to_double(m * m, QL_.data(), job.left_basis.data());
-  to_double(n * n, QR_.data(), job.right_basis.data());
+  eigenbasis::snapshot(job, rows_, cols_, SL_.data(), SR_.data(), QL_.data(), QR_.data());
 }
 
 void KLShampooBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
-  const int m = static_cast<int>(job.rows), n = static_cast<int>(job.cols);
-  job.status = matfn::qr_refresh(m, job.left.data(), job.left_basis.data(), job.left_perm, ws, false);
-  if (job.status == matfn::Status::Ok)
-    job.status = matfn::qr_refresh(n, job.right.data(), job.right_basis.data(), job.right_perm, ws, false);
+  eigenbasis::refresh(job, ws, /*sort=*/false);  // the authors refresh without re-sorting
 }
 
 void KLShampooBlock::install(const RefreshJob& job) {

@@ -3,30 +3,11 @@
 #include <cmath>
 
 #include "optim/block_math.hpp"
+#include "optim/eigenbasis.hpp"
 
 namespace asteria {
 
 using namespace blockmath;
-
-namespace {
-
-// The descending eigenbasis of a float factor; identity when the decomposition fails.
-matfn::Status initial_basis(int64_t d, const float* F, float* Q) {
-  static thread_local matfn::Workspace ws;
-  static thread_local std::vector<double> a, q;
-  a.resize(d * d);
-  q.resize(d * d);
-  to_double(d * d, F, a.data());
-  matfn::Status s = matfn::eigenbasis_descending(static_cast<int>(d), a.data(), q.data(), ws);
-  if (s == matfn::Status::Ok) {
-    to_float(d * d, q.data(), Q);
-  } else {
-    for (int64_t i = 0; i < d * d; ++i) Q[i] = (i / d == i % d) ? 1.0f : 0.0f;
-  }
-  return s;
-}
-
-}  // namespace
 
 SoapBlock::SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p)
     : BlockPreconditioner(std::move(name), rows, cols, p),
@@ -41,8 +22,9 @@ void SoapBlock::initialize(const float* G) {
   accumulate_left(G, m, n, 0.0f, 1.0f - b, L_.data());
   accumulate_right(G, m, n, 0.0f, 1.0f - b, R_.data());
   RefreshJob status_only;
-  status_only.status = initial_basis(m, L_.data(), QL_.data());
-  if (status_only.status == matfn::Status::Ok) status_only.status = initial_basis(n, R_.data(), QR_.data());
+  status_only.status = eigenbasis::initial(m, L_.data(), QL_.data());
+  const matfn::Status right = eigenbasis::initial(n, R_.data(), QR_.data());  // identity on failure
+  if (status_only.status == matfn::Status::Ok) status_only.status = right;
   if (status_only.status != matfn::Status::Ok) publish(status_only);  // counted like any failure
   initialized_ = true;
 }
@@ -78,24 +60,11 @@ void SoapBlock::before_refresh(const float* G) {
 }
 
 void SoapBlock::snapshot(RefreshJob& job) const {
-  const int64_t m = rows_, n = cols_;
-  job.rows = m;
-  job.cols = n;
-  job.left.resize(m * m);
-  job.right.resize(n * n);
-  job.left_basis.resize(m * m);
-  job.right_basis.resize(n * n);
-  to_double(m * m, L_.data(), job.left.data());
-  to_double(n * n, R_.data(), job.right.data());
-  to_double(m * m, QL_.data(), job.left_basis.data());
-  to_double(n * n, QR_.data(), job.right_basis.data());
+  eigenbasis::snapshot(job, rows_, cols_, L_.data(), R_.data(), QL_.data(), QR_.data());
 }
 
 void SoapBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
-  const int m = static_cast<int>(job.rows), n = static_cast<int>(job.cols);
-  job.status = matfn::qr_refresh(m, job.left.data(), job.left_basis.data(), job.left_perm, ws, true);
-  if (job.status == matfn::Status::Ok)
-    job.status = matfn::qr_refresh(n, job.right.data(), job.right_basis.data(), job.right_perm, ws, true);
+  eigenbasis::refresh(job, ws, /*sort=*/true);
 }
 
 void SoapBlock::install(const RefreshJob& job) {
