@@ -140,8 +140,8 @@ TEST(Config, FeaturesNotBuiltAreRefused) {
   expect_error([&] { check_supported(c); }, {"AdamW needs beta2 < 1"});
   Config c2 = load_config_text("checkpoint:\n  every: 100\n", "f.yaml");
   expect_error([&] { check_supported(c2); }, {"checkpoint"});
-  Config c3 = load_config_text("runtime:\n  mode: asteria\n", "f.yaml");
-  expect_error([&] { check_supported(c3); }, {"runtime.mode 'asteria'"});
+  Config c3 = load_config_text("checkpoint:\n  resume: runs/x\n", "f.yaml");
+  expect_error([&] { check_supported(c3); }, {"checkpoint.resume", "not built yet"});
 }
 
 TEST(Config, OptimizerNameSetsItsDefaults) {
