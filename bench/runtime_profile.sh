@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue-4 benchmark: step-time profile of bench-small with SOAP, Shampoo and KL-Shampoo in native
 # mode (synchronous roots, reference schedule) and asteria mode (shadow pipeline, staggered,
-# delay 1, one host worker), against AdamW: median, p99 and max step time, mean relative to AdamW.
+# delay 3, two host workers), against AdamW: median, p99 and max step time, mean relative to AdamW.
 # Then the same at 8 micro-batches of gradient accumulation for AdamW and SOAP.
 #   bench/runtime_profile.sh [STEPS] [ACCUM_STEPS]      (defaults 200 and 40)
 set -euo pipefail
@@ -21,7 +21,7 @@ run() {  # NAME CONFIG STEPS [SETS...]
   build/bin/asteria-train --config "configs/bench-small-$cfg.yaml" --set "run.dir=$OUT/$name" --set "train.steps=$steps" \
     "${common[@]}" "${sets[@]}" | tail -1
 }
-asteria=(runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=1 runtime.shadow.threads=1)
+asteria=(runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=3 runtime.shadow.threads=2)
 run adamw adamw "$STEPS"
 for opt in soap shampoo kl-shampoo; do
   run "$opt-native" "$opt" "$STEPS" runtime.mode=native

@@ -75,9 +75,11 @@ struct TrainConfig {
 
 // The shadow pipeline (runtime.mode asteria): roots / bases on host workers, published with a
 // fixed delay.
+// Defaults measured on bench-small / 2 cores (bench/results/runtime-profile-150): one worker or
+// D = 1 leaves root jobs unfinished at their publish step (stalls); D = 3 with 2 workers does not.
 struct ShadowConfig {
-  int threads = 1;              // host worker threads (low OS priority)
-  int64_t delay = 1;            // D: a snapshot of step t is published at step t + D
+  int threads = 2;              // host worker threads (low OS priority)
+  int64_t delay = 3;            // D: a snapshot of step t is published at step t + D
   double worker_delay_ms = 0;   // for tests: every root job first sleeps this long
 };
 
