@@ -74,9 +74,7 @@ Model<T>::Model(const ModelConfig& cfg, int batch) : impl_(std::make_unique<Impl
   m.N = batch * cfg.seq_len;
   m.tables = model_param_tables(cfg);
   const int L = cfg.n_layers;
-  m.names.push_back("embed");
-  for (int i = 0; i < L; i++) m.names.push_back("blocks." + std::to_string(i));
-  m.names.push_back("head");
+  m.names = model_layer_names(cfg);
   for (const auto& t : m.tables) {
     m.params.emplace_back(t.numel);
     m.grads.emplace_back(t.numel);

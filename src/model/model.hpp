@@ -74,6 +74,8 @@ extern template class Model<double>;
 
 // Parameter count and tables without allocating a model (for --dry-run of big presets).
 std::vector<ParamTable> model_param_tables(const ModelConfig& cfg);
+// Layer names without allocating a model: "embed", "blocks.0" .. "blocks.N-1", "head".
+std::vector<std::string> model_layer_names(const ModelConfig& cfg);
 // Activation bytes a Model<float> of this config and micro-batch would allocate.
 size_t model_activation_bytes(const ModelConfig& cfg, int batch);
 

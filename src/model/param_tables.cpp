@@ -40,4 +40,11 @@ std::vector<ParamTable> model_param_tables(const ModelConfig& cfg) {
   return tables;
 }
 
+std::vector<std::string> model_layer_names(const ModelConfig& cfg) {
+  std::vector<std::string> names{"embed"};
+  for (int i = 0; i < cfg.n_layers; i++) names.push_back("blocks." + std::to_string(i));
+  names.push_back("head");
+  return names;
+}
+
 }  // namespace asteria

@@ -2,12 +2,14 @@
 
 #include "optim/block_math.hpp"
 
-namespace asteria::eigenbasis {
+namespace asteria {
 
-using blockmath::to_double;
-using blockmath::to_float;
+using namespace blockmath;
 
-matfn::Status initial(int64_t d, const float* F, float* Q) {
+namespace {
+
+// Q = the eigenvectors of the d x d factor F, eigenvalues descending; identity on failure.
+matfn::Status initial_basis(int64_t d, const float* F, float* Q) {
   static thread_local matfn::Workspace ws;
   static thread_local std::vector<double> a, q;
   a.resize(d * d);
@@ -22,25 +24,58 @@ matfn::Status initial(int64_t d, const float* F, float* Q) {
   return s;
 }
 
-void snapshot(RefreshJob& job, int64_t m, int64_t n, const float* L, const float* R, const float* QL,
-              const float* QR) {
+}  // namespace
+
+EigenbasisBlock::EigenbasisBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
+                                 bool sort, float init_left, float init_right)
+    : BlockPreconditioner(std::move(name), rows, cols, p),
+      L_(rows * rows), R_(cols * cols), QL_(rows * rows), QR_(cols * cols),
+      sort_(sort), init_left_(init_left), init_right_(init_right) {}
+
+void EigenbasisBlock::before_refresh(const float* G) {
+  if (initialized_) {
+    has_direction_ = true;
+    ++t_;
+    update(G);
+    return;
+  }
+  const int64_t m = rows_, n = cols_;
+  accumulate_left(G, m, n, 0.0f, init_left_, L_.data());
+  accumulate_right(G, m, n, 0.0f, init_right_, R_.data());
+  RefreshJob status_only;
+  status_only.status = initial_basis(m, L_.data(), QL_.data());
+  const matfn::Status right = initial_basis(n, R_.data(), QR_.data());
+  if (status_only.status == matfn::Status::Ok) status_only.status = right;
+  if (status_only.status != matfn::Status::Ok) publish(status_only);  // counted like any failure
+  initialized_ = true;
+  has_direction_ = false;
+  initialized();
+}
+
+void EigenbasisBlock::snapshot(RefreshJob& job) const {
+  const int64_t m = rows_, n = cols_;
   job.rows = m;
   job.cols = n;
   job.left.resize(m * m);
   job.right.resize(n * n);
   job.left_basis.resize(m * m);
   job.right_basis.resize(n * n);
-  to_double(m * m, L, job.left.data());
-  to_double(n * n, R, job.right.data());
-  to_double(m * m, QL, job.left_basis.data());
-  to_double(n * n, QR, job.right_basis.data());
+  to_double(m * m, L_.data(), job.left.data());
+  to_double(n * n, R_.data(), job.right.data());
+  to_double(m * m, QL_.data(), job.left_basis.data());
+  to_double(n * n, QR_.data(), job.right_basis.data());
 }
 
-void refresh(RefreshJob& job, matfn::Workspace& ws, bool sort) {
+void EigenbasisBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
   const int m = static_cast<int>(job.rows), n = static_cast<int>(job.cols);
-  job.status = matfn::qr_refresh(m, job.left.data(), job.left_basis.data(), job.left_perm, ws, sort);
+  job.status = matfn::qr_refresh(m, job.left.data(), job.left_basis.data(), job.left_perm, ws, sort_);
   if (job.status == matfn::Status::Ok)
-    job.status = matfn::qr_refresh(n, job.right.data(), job.right_basis.data(), job.right_perm, ws, sort);
+    job.status = matfn::qr_refresh(n, job.right.data(), job.right_basis.data(), job.right_perm, ws, sort_);
 }
 
-}  // namespace asteria::eigenbasis
+void EigenbasisBlock::install(const RefreshJob& job) {
+  to_float(rows_ * rows_, job.left_basis.data(), QL_.data());
+  to_float(cols_ * cols_, job.right_basis.data(), QR_.data());
+}
+
+}  // namespace asteria

@@ -1,21 +1,48 @@
 #pragma once
-// Pieces shared by the eigenbasis preconditioners (SOAP, KL-Shampoo): the initial eigenbasis of
-// a factor, the snapshot of factors + bases into a RefreshJob, and the QR refresh of both bases.
-#include <cstdint>
-
+// The part SOAP and KL-Shampoo share: preconditioners that work in the eigenbasis (Q_L, Q_R) of
+// their Kronecker factors (L, R).
+//   first call:  L = init_left * G G^T, R = init_right * G^T G; Q = their eigenbases
+//                (eigenvalues descending; identity, counted as a failure, if eigh fails);
+//                no update and not counted, as in the authors' implementations.
+//   each step:   update(G) (the algorithm: moments, direction, factor statistics), t = 1, 2, ...
+//   refresh:     snapshot (L, R, Q_L, Q_R) -> Q <- qr(F Q) on both sides, re-sorted by estimated
+//                eigenvalue when `sort` -> install the new bases.
 #include "optim/preconditioner.hpp"
 
-namespace asteria::eigenbasis {
+namespace asteria {
 
-// Q = the eigenvectors of the d x d factor F, eigenvalues descending; identity on failure
-// (the status says so).
-matfn::Status initial(int64_t d, const float* F, float* Q);
+class EigenbasisBlock : public BlockPreconditioner {
+ public:
+  void before_refresh(const float* G) final;
+  void snapshot(RefreshJob& job) const final;
+  void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const final;
+  void after_refresh(const float*) final {}
+  bool has_direction() const final { return has_direction_; }
 
-// job <- (L, R, Q_L, Q_R) in fp64.
-void snapshot(RefreshJob& job, int64_t m, int64_t n, const float* L, const float* R, const float* QL,
-              const float* QR);
+  // For tests.
+  const float* left_basis() const { return QL_.data(); }
+  const float* right_basis() const { return QR_.data(); }
+  int64_t steps() const { return t_; }
 
-// Q <- qr(F Q) on both sides (sorted by estimated eigenvalue when `sort`).
-void refresh(RefreshJob& job, matfn::Workspace& ws, bool sort);
+ protected:
+  // init_left / init_right scale the first call's G G^T and G^T G.
+  EigenbasisBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p, bool sort,
+                  float init_left, float init_right);
+  // One counted step (t_ already incremented).
+  virtual void update(const float* G) = 0;
+  // After the first call set the factors and bases.
+  virtual void initialized() {}
+  // Copies the refreshed bases in; derived classes move their state along first if needed.
+  void install(const RefreshJob& job) override;
 
-}  // namespace asteria::eigenbasis
+  Buffer<float> L_, R_, QL_, QR_;
+  int64_t t_ = 0;
+
+ private:
+  bool sort_;
+  float init_left_, init_right_;
+  bool initialized_ = false;
+  bool has_direction_ = false;
+};
+
+}  // namespace asteria

@@ -4,36 +4,26 @@
 #include <cmath>
 
 #include "optim/block_math.hpp"
-#include "optim/eigenbasis.hpp"
 
 namespace asteria {
 
 using namespace blockmath;
 
 KLShampooBlock::KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p)
-    : BlockPreconditioner(std::move(name), rows, cols, p),
-      SL_(rows * rows), SR_(cols * cols), QL_(rows * rows), QR_(cols * cols), M_(rows * cols),
-      dL_(rows), dR_(cols), tmp1_(rows * cols), tmp2_(rows * cols), tmp3_(rows * cols),
+    : EigenbasisBlock(std::move(name), rows, cols, p, /*sort=*/false,
+                      (1.0f - static_cast<float>(p.shampoo_beta)) / static_cast<float>(cols),
+                      (1.0f - static_cast<float>(p.shampoo_beta)) / static_cast<float>(rows)),
+      M_(rows * cols), dL_(rows), dR_(cols), tmp1_(rows * cols), tmp2_(rows * cols), tmp3_(rows * cols),
       ldiag_(rows), rdiag_(cols) {}
 
 PreconditionerBytes KLShampooBlock::state_bytes() const {
   return preconditioner_bytes("kl_shampoo", rows_, cols_);
 }
 
-void KLShampooBlock::initialize(const float* G) {
-  const int64_t m = rows_, n = cols_;
-  const float b = static_cast<float>(p_.shampoo_beta);
-  accumulate_left(G, m, n, 0.0f, (1.0f - b) / static_cast<float>(n), SL_.data());
-  accumulate_right(G, m, n, 0.0f, (1.0f - b) / static_cast<float>(m), SR_.data());
-  RefreshJob status_only;
-  status_only.status = eigenbasis::initial(m, SL_.data(), QL_.data());
-  const matfn::Status right = eigenbasis::initial(n, SR_.data(), QR_.data());
-  if (status_only.status == matfn::Status::Ok) status_only.status = right;
-  if (status_only.status != matfn::Status::Ok) publish(status_only);
+void KLShampooBlock::initialized() {
   const float d0 = static_cast<float>(1.0 / std::sqrt(p_.kl_init_factor));
-  std::fill(dL_.data(), dL_.data() + m, d0);
-  std::fill(dR_.data(), dR_.data() + n, d0);
-  initialized_ = true;
+  std::fill(dL_.data(), dL_.data() + rows_, d0);
+  std::fill(dR_.data(), dR_.data() + cols_, d0);
 }
 
 void KLShampooBlock::update_estimates(const double* diag, float* d, int64_t dim) {
@@ -49,14 +39,7 @@ void KLShampooBlock::update_estimates(const double* diag, float* d, int64_t dim)
   }
 }
 
-void KLShampooBlock::before_refresh(const float* G) {
-  if (!initialized_) {
-    initialize(G);
-    has_direction_ = false;
-    return;
-  }
-  has_direction_ = true;
-  ++t_;
+void KLShampooBlock::update(const float* G) {
   const int64_t m = rows_, n = cols_, mn = m * n;
   const float b1 = static_cast<float>(p_.beta1);
   const float damping = static_cast<float>(p_.eps);
@@ -99,23 +82,10 @@ void KLShampooBlock::before_refresh(const float* G) {
       C[i * n + j] *= dL[i];
     }
   const float b = static_cast<float>(p_.shampoo_beta);
-  accumulate_left(B, m, n, b, (1.0f - b) / static_cast<float>(n), SL_.data());
-  accumulate_right(C, m, n, b, (1.0f - b) / static_cast<float>(m), SR_.data());
+  accumulate_left(B, m, n, b, (1.0f - b) / static_cast<float>(n), L_.data());
+  accumulate_right(C, m, n, b, (1.0f - b) / static_cast<float>(m), R_.data());
   update_estimates(ldiag_.data(), dL_.data(), m);
   update_estimates(rdiag_.data(), dR_.data(), n);
-}
-
-void KLShampooBlock::snapshot(RefreshJob& job) const {
-  eigenbasis::snapshot(job, rows_, cols_, SL_.data(), SR_.data(), QL_.data(), QR_.data());
-}
-
-void KLShampooBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
-  eigenbasis::refresh(job, ws, /*sort=*/false);  // the authors refresh without re-sorting
-}
-
-void KLShampooBlock::install(const RefreshJob& job) {
-  to_float(rows_ * rows_, job.left_basis.data(), QL_.data());
-  to_float(cols_ * cols_, job.right_basis.data(), QR_.data());
 }
 
 }  // namespace asteria

@@ -14,29 +14,21 @@
 //          d = lambda^(-1/2), capped at max(10, min(dim, kl_max_clamp))
 //     if t % F == 0: Q <- qr(S Q) (one power step, no re-sorting; estimates kept)
 // b = shampoo_beta. No bias correction; decoupled weight decay by the optimizer.
-#include "optim/preconditioner.hpp"
+#include "optim/eigenbasis.hpp"
 
 namespace asteria {
 
-class KLShampooBlock final : public BlockPreconditioner {
+class KLShampooBlock final : public EigenbasisBlock {
  public:
   KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
-  void before_refresh(const float* G) override;
-  void snapshot(RefreshJob& job) const override;
-  void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const override;
-  void after_refresh(const float*) override {}
-  bool has_direction() const override { return has_direction_; }
   PreconditionerBytes state_bytes() const override;
 
  private:
-  void install(const RefreshJob& job) override;
-  void initialize(const float* G);
+  void update(const float* G) override;
+  void initialized() override;
   void update_estimates(const double* diag, float* d, int64_t dim);
-  Buffer<float> SL_, SR_, QL_, QR_, M_, dL_, dR_, tmp1_, tmp2_, tmp3_;
+  Buffer<float> M_, dL_, dR_, tmp1_, tmp2_, tmp3_;
   std::vector<double> ldiag_, rdiag_;
-  int64_t t_ = 0;
-  bool initialized_ = false;
-  bool has_direction_ = false;
 };
 
 }  // namespace asteria

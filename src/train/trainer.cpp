@@ -170,12 +170,6 @@ struct Trainer::Impl {
     return sum / eval->count();
   }
 
-  std::vector<std::string> layer_names() const {
-    std::vector<std::string> names;
-    for (int l = 0; l < model->num_layers(); ++l) names.push_back(model->layer_name(l));
-    return names;
-  }
-
   TrainResult run() {
     const fs::path dir = cfg.run.dir;
     fs::create_directories(dir);
@@ -271,10 +265,8 @@ int Trainer::num_layers() const { return impl_->model->num_layers(); }
 
 std::string describe_step_plan(const Config& cfg, int64_t step) {
   const auto tables = model_param_tables(cfg.model);
-  std::vector<std::string> names;
+  const std::vector<std::string> names = model_layer_names(cfg.model);
   const int L = static_cast<int>(tables.size());
-  for (int l = 0; l < L; ++l)
-    names.push_back(l == 0 ? "embed" : l == L - 1 ? "head" : "blocks." + std::to_string(l - 1));
   ModelStepOps model_ops(cfg.model.tied_embeddings);
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
