@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config git
   libopenblas-openmp-dev liblapacke-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
-  libhdf5-dev libgtest-dev libgmock-dev libsentencepiece-dev sentencepiece libopenmpi-dev openmpi-bin
+  libhdf5-dev libxxhash-dev libgtest-dev libgmock-dev libsentencepiece-dev sentencepiece libopenmpi-dev openmpi-bin
   python3-matplotlib python3-numpy bible-kjv ${ASTERIA_EXTRA_PACKAGES:-})
 
 missing=()

@@ -14,7 +14,8 @@ template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  explicit Buffer(size_t n) { resize(n); }
+  // alignment: a power of two >= 64 (4096 for memory used in direct I/O).
+  explicit Buffer(size_t n, size_t alignment = 64) { resize(n, alignment); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& o) noexcept { swap(o); }
@@ -24,13 +25,13 @@ class Buffer {
   }
   ~Buffer() { std::free(data_); }
 
-  void resize(size_t n) {
+  void resize(size_t n, size_t alignment = 64) {
     std::free(data_);
     data_ = nullptr;
     size_ = n;
     if (n == 0) return;
-    size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-    data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+    size_t bytes = (n * sizeof(T) + alignment - 1) / alignment * alignment;
+    data_ = static_cast<T*>(std::aligned_alloc(alignment, bytes));
     if (!data_) throw std::bad_alloc();
     std::memset(static_cast<void*>(data_), 0, bytes);
   }

@@ -4,8 +4,21 @@
 
 namespace asteria {
 
-AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryFilter owns) : p_(p) {
-  for (const auto& t : layers) {
+std::vector<StateSpec> adamw_state_specs(int layer, const ParamTable& table, const AdamW::EntryFilter& owns) {
+  size_t n = 0;
+  for (const ParamEntry& e : table.entries)
+    if (!owns || owns(e)) n += e.numel;
+  if (n == 0) return {};
+  const std::string base = "layer " + std::to_string(layer) + " / adamw ";
+  return {{base + "m", n, StateClass::Hot}, {base + "v", n, StateClass::Hot}};
+}
+
+AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryFilter owns, bool own_memory)
+    : p_(p) {
+  m_.reserve(layers.size());
+  v_.reserve(layers.size());
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    const ParamTable& t = layers[l];
     std::vector<OwnedEntry> owned;
     size_t n = 0;
     for (const ParamEntry& e : t.entries) {
@@ -17,15 +30,25 @@ AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryF
       n += e.numel;
     }
     owned_.push_back(std::move(owned));
-    m_.emplace_back(n);
-    v_.emplace_back(n);
+    std::vector<StateSpec> specs = adamw_state_specs(l, t, owns);
+    if (specs.empty()) specs.assign(2, StateSpec{});   // owns nothing here: empty tensors, not listed
+    m_.emplace_back(specs[0]);
+    v_.emplace_back(specs[1]);
   }
+  if (!own_memory) return;
+  own_memory_.resize(layers.size());
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) own_memory_[l].bind(layer_states(l));
 }
 
 size_t AdamW::state_bytes() const {
   size_t n = 0;
   for (auto& b : m_) n += 2 * b.size() * sizeof(float);
   return n;
+}
+
+std::vector<StateTensor*> AdamW::layer_states(int layer) {
+  if (m_[layer].size() == 0) return {};
+  return {&m_[layer], &v_[layer]};
 }
 
 void AdamW::step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,

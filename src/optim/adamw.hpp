@@ -27,10 +27,12 @@ struct AdamWParams {
 class AdamW final : public Optimizer {
  public:
   using EntryFilter = std::function<bool(const ParamEntry&)>;
-  AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryFilter owns = nullptr);
+  AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryFilter owns = nullptr,
+        bool own_memory = true);
   void step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                   int64_t step) override;
   size_t state_bytes() const override;
+  std::vector<StateTensor*> layer_states(int layer) override;
 
  private:
   struct OwnedEntry {
@@ -41,7 +43,12 @@ class AdamW final : public Optimizer {
   };
   AdamWParams p_;
   std::vector<std::vector<OwnedEntry>> owned_;   // per layer
-  std::vector<Buffer<float>> m_, v_;
+  std::vector<StateTensor> m_, v_;   // per layer; never resized after construction
+  std::vector<OwnedStateMemory> own_memory_;
 };
+
+// The state tensors AdamW keeps for layer l (m, v over the owned entries; none when it owns no
+// entry of the layer).
+std::vector<StateSpec> adamw_state_specs(int layer, const ParamTable& table, const AdamW::EntryFilter& owns);
 
 }  // namespace asteria

@@ -27,9 +27,9 @@ matfn::Status initial_basis(int64_t d, const float* F, float* Q) {
 }  // namespace
 
 EigenbasisBlock::EigenbasisBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
-                                 bool sort, float init_left, float init_right)
-    : BlockPreconditioner(std::move(name), rows, cols, p),
-      L_(rows * rows), R_(cols * cols), QL_(rows * rows), QR_(cols * cols),
+                                 std::vector<StateSpec> states, bool own_memory, bool sort, float init_left,
+                                 float init_right)
+    : BlockPreconditioner(std::move(name), rows, cols, p, std::move(states), own_memory),
       sort_(sort), init_left_(init_left), init_right_(init_right) {}
 
 void EigenbasisBlock::before_refresh(const float* G) {

@@ -26,8 +26,9 @@ class EigenbasisBlock : public BlockPreconditioner {
 
  protected:
   // init_left / init_right scale the first call's G G^T and G^T G.
-  EigenbasisBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p, bool sort,
-                  float init_left, float init_right);
+  // states: L, R, Q_L, Q_R first (preconditioner_state_specs), then the algorithm's own.
+  EigenbasisBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
+                  std::vector<StateSpec> states, bool own_memory, bool sort, float init_left, float init_right);
   // One counted step (t_ already incremented).
   virtual void update(const float* G) = 0;
   // After the first call set the factors and bases.
@@ -35,7 +36,7 @@ class EigenbasisBlock : public BlockPreconditioner {
   // Copies the refreshed bases in; derived classes move their state along first if needed.
   void install(const RefreshJob& job) override;
 
-  Buffer<float> L_, R_, QL_, QR_;
+  StateTensor &L_ = state(0), &R_ = state(1), &QL_ = state(2), &QR_ = state(3);
   int64_t t_ = 0;
 
  private:

@@ -4,21 +4,18 @@
 #include <cmath>
 
 #include "optim/block_math.hpp"
+#include "optim/thread_scratch.hpp"
 
 namespace asteria {
 
 using namespace blockmath;
 
-KLShampooBlock::KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p)
-    : EigenbasisBlock(std::move(name), rows, cols, p, /*sort=*/false,
-                      (1.0f - static_cast<float>(p.shampoo_beta)) / static_cast<float>(cols),
+KLShampooBlock::KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
+                               bool own_memory)
+    : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs("kl_shampoo", name, rows, cols), own_memory,
+                      /*sort=*/false, (1.0f - static_cast<float>(p.shampoo_beta)) / static_cast<float>(cols),
                       (1.0f - static_cast<float>(p.shampoo_beta)) / static_cast<float>(rows)),
-      M_(rows * cols), dL_(rows), dR_(cols), tmp1_(rows * cols), tmp2_(rows * cols), tmp3_(rows * cols),
       ldiag_(rows), rdiag_(cols) {}
-
-PreconditionerBytes KLShampooBlock::state_bytes() const {
-  return preconditioner_bytes("kl_shampoo", rows_, cols_);
-}
 
 void KLShampooBlock::initialized() {
   const float d0 = static_cast<float>(1.0 / std::sqrt(p_.kl_init_factor));
@@ -46,22 +43,25 @@ void KLShampooBlock::update(const float* G) {
   const float* dL = dL_.data();
   const float* dR = dR_.data();
   float* M = M_.data();
+  float* tmp1 = thread_scratch(0, static_cast<size_t>(mn));
+  float* tmp2 = thread_scratch(1, static_cast<size_t>(mn));
+  float* tmp3 = thread_scratch(2, static_cast<size_t>(mn));
   for (int64_t i = 0; i < mn; ++i) M[i] = b1 * M[i] + (1.0f - b1) * G[i];
 
   // Direction: Q_L [(Q_L^T M Q_R) * s / (1 + s damping)] Q_R^T.
-  float* P = tmp2_.data();
-  to_basis(QL_.data(), M, QR_.data(), m, n, tmp1_.data(), P);
+  float* P = tmp2;
+  to_basis(QL_.data(), M, QR_.data(), m, n, tmp1, P);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       const float s = dL[i] * dR[j];
       P[i * n + j] *= s / (1.0f + s * damping);
     }
-  from_basis(QL_.data(), P, QR_.data(), m, n, tmp1_.data(), direction_.data());
+  from_basis(QL_.data(), P, QR_.data(), m, n, tmp1, direction_.data());
 
   // Statistics, all from the current basis and estimates.
-  float* C = tmp1_.data();   // Q_L^T G
-  float* B = tmp2_.data();   // G Q_R
-  float* H = tmp3_.data();   // Q_L^T G Q_R
+  float* C = tmp1;   // Q_L^T G
+  float* B = tmp2;   // G Q_R
+  float* H = tmp3;   // Q_L^T G Q_R
   mul(true, false, m, n, m, 1.0f, QL_.data(), G, 0.0f, C);
   mul(false, false, m, n, n, 1.0f, G, QR_.data(), 0.0f, B);
   mul(false, false, m, n, n, 1.0f, C, QR_.data(), 0.0f, H);

@@ -20,14 +20,14 @@ namespace asteria {
 
 class KLShampooBlock final : public EigenbasisBlock {
  public:
-  KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
-  PreconditionerBytes state_bytes() const override;
+  KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
+                 bool own_memory = true);
 
  private:
   void update(const float* G) override;
   void initialized() override;
   void update_estimates(const double* diag, float* d, int64_t dim);
-  Buffer<float> M_, dL_, dR_, tmp1_, tmp2_, tmp3_;
+  StateTensor &M_ = state(4), &dL_ = state(5), &dR_ = state(6);
   std::vector<double> ldiag_, rdiag_;
 };
 

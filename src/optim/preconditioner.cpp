@@ -8,8 +8,40 @@
 namespace asteria {
 
 BlockPreconditioner::BlockPreconditioner(std::string name, int64_t rows, int64_t cols,
-                                         const PreconditionerParams& p)
-    : name_(std::move(name)), rows_(rows), cols_(cols), p_(p), direction_(static_cast<size_t>(rows * cols)) {}
+                                         const PreconditionerParams& p, std::vector<StateSpec> states,
+                                         bool own_memory)
+    : name_(std::move(name)), rows_(rows), cols_(cols), p_(p), direction_(static_cast<size_t>(rows * cols)) {
+  states_.reserve(states.size());
+  for (StateSpec& s : states) states_.emplace_back(std::move(s));
+  if (own_memory) own_memory_.bind(this->states());
+}
+
+std::vector<StateTensor*> BlockPreconditioner::states() {
+  std::vector<StateTensor*> out;
+  for (StateTensor& s : states_) out.push_back(&s);
+  return out;
+}
+
+namespace {
+
+// The first two states of every algorithm are its factors; warm ones are roots / bases.
+template <class SpecAt>
+PreconditionerBytes bytes_by_kind(size_t n, SpecAt spec_at, size_t direction_floats) {
+  PreconditionerBytes b;
+  for (size_t i = 0; i < n; ++i) {
+    const StateSpec& s = spec_at(i);
+    (i < 2 ? b.factors : s.cls == StateClass::Warm ? b.roots : b.moments) += s.bytes();
+  }
+  b.direction = direction_floats * sizeof(float);
+  return b;
+}
+
+}  // namespace
+
+PreconditionerBytes BlockPreconditioner::state_bytes() const {
+  return bytes_by_kind(states_.size(), [&](size_t i) -> const StateSpec& { return states_[i].spec(); },
+                       direction_.size());
+}
 
 void BlockPreconditioner::publish(const RefreshJob& job) {
   if (job.status != matfn::Status::Ok) {
@@ -34,27 +66,40 @@ void BlockPreconditioner::step(const float* G, RefreshJob& job, matfn::Workspace
   after_refresh(G);
 }
 
+std::vector<StateSpec> preconditioner_state_specs(const std::string& algorithm, const std::string& block,
+                                                  int64_t rows, int64_t cols) {
+  const size_t mm = static_cast<size_t>(rows * rows), nn = static_cast<size_t>(cols * cols);
+  const size_t mn = static_cast<size_t>(rows * cols);
+  auto spec = [&](const char* tensor, size_t count, StateClass cls) {
+    return StateSpec{block + " / " + tensor, count, cls};
+  };
+  constexpr StateClass hot = StateClass::Hot, warm = StateClass::Warm;
+  if (algorithm == "shampoo")   // factors, inverse roots, first moment, grafting second moment
+    return {spec("L", mm, hot), spec("R", nn, hot), spec("L^-1/4", mm, warm), spec("R^-1/4", nn, warm),
+            spec("m", mn, hot), spec("v", mn, hot)};
+  if (algorithm == "soap")      // factors, eigenbases, Adam moments in the basis
+    return {spec("L", mm, hot), spec("R", nn, hot), spec("Q_L", mm, warm), spec("Q_R", nn, warm),
+            spec("m", mn, hot), spec("v", mn, hot)};
+  if (algorithm == "kl_shampoo")  // factors, eigenbases, first moment, eigenvalue estimates
+    return {spec("S_L", mm, hot), spec("S_R", nn, hot), spec("Q_L", mm, warm), spec("Q_R", nn, warm),
+            spec("m", mn, hot), spec("d_L", static_cast<size_t>(rows), hot),
+            spec("d_R", static_cast<size_t>(cols), hot)};
+  fail("unknown preconditioner '", algorithm, "'");
+}
+
 PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t rows, int64_t cols) {
-  const size_t f = sizeof(float);
-  const size_t mm = static_cast<size_t>(rows * rows) * f, nn = static_cast<size_t>(cols * cols) * f;
-  const size_t mn = static_cast<size_t>(rows * cols) * f;
-  PreconditionerBytes b;
-  b.factors = mm + nn;
-  b.roots = mm + nn;  // Shampoo: inverse roots; SOAP / KL-Shampoo: eigenbases
-  if (algorithm == "shampoo") b.moments = 2 * mn;                    // first moment, grafting v
-  else if (algorithm == "soap") b.moments = 2 * mn;                  // Adam m, v in the basis
-  else if (algorithm == "kl_shampoo") b.moments = mn + static_cast<size_t>(rows + cols) * f;
-  else fail("unknown preconditioner '", algorithm, "'");
-  b.moments += mn;  // the direction buffer
-  return b;
+  const auto specs = preconditioner_state_specs(algorithm, "", rows, cols);
+  return bytes_by_kind(specs.size(), [&](size_t i) -> const StateSpec& { return specs[i]; },
+                       static_cast<size_t>(rows * cols));
 }
 
 std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
                                                          int64_t rows, int64_t cols,
-                                                         const PreconditionerParams& p) {
-  if (algorithm == "shampoo") return std::make_unique<ShampooBlock>(std::move(name), rows, cols, p);
-  if (algorithm == "soap") return std::make_unique<SoapBlock>(std::move(name), rows, cols, p);
-  if (algorithm == "kl_shampoo") return std::make_unique<KLShampooBlock>(std::move(name), rows, cols, p);
+                                                         const PreconditionerParams& p, bool own_memory) {
+  if (algorithm == "shampoo") return std::make_unique<ShampooBlock>(std::move(name), rows, cols, p, own_memory);
+  if (algorithm == "soap") return std::make_unique<SoapBlock>(std::move(name), rows, cols, p, own_memory);
+  if (algorithm == "kl_shampoo")
+    return std::make_unique<KLShampooBlock>(std::move(name), rows, cols, p, own_memory);
   fail("unknown preconditioner '", algorithm, "'");
 }
 

@@ -27,6 +27,7 @@
 
 #include "core/buffer.hpp"
 #include "optim/matrix_functions.hpp"
+#include "optim/state_tensor.hpp"
 
 namespace asteria {
 
@@ -58,17 +59,26 @@ struct RefreshJob {
   matfn::Status status = matfn::Status::Ok;
 };
 
-// Bytes of state one block keeps, by kind (for reports and --dry-run).
+// Bytes one block keeps, by kind (for reports and --dry-run).
 struct PreconditionerBytes {
   size_t factors = 0;    // L, R (hot: updated every step)
   size_t roots = 0;      // inverse roots or eigenbases (warm: read every step, written every F)
-  size_t moments = 0;    // first/second moments, grafting state, eigenvalue estimates
-  size_t total() const { return factors + roots + moments; }
+  size_t moments = 0;    // first/second moments, grafting state, eigenvalue estimates (hot)
+  size_t direction = 0;  // the update buffer (not state: rewritten every step)
+  size_t total() const { return factors + roots + moments + direction; }
 };
+
+// The state tensors of one block of an algorithm, in the order BlockPreconditioner::states()
+// returns them; names are "<block> / <tensor>". The one description used by the blocks, the
+// tiered state manager and --dry-run.
+std::vector<StateSpec> preconditioner_state_specs(const std::string& algorithm, const std::string& block,
+                                                  int64_t rows, int64_t cols);
 
 class BlockPreconditioner {
  public:
-  BlockPreconditioner(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
+  // own_memory: bind the state to memory of its own; else whoever calls states() binds it.
+  BlockPreconditioner(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
+                      std::vector<StateSpec> states, bool own_memory);
   virtual ~BlockPreconditioner() = default;
 
   const std::string& name() const { return name_; }
@@ -82,7 +92,9 @@ class BlockPreconditioner {
   virtual void after_refresh(const float* G) = 0;
   virtual bool has_direction() const = 0;
   const float* direction() const { return direction_.data(); }
-  virtual PreconditionerBytes state_bytes() const = 0;
+  PreconditionerBytes state_bytes() const;
+  // The block's state tensors (preconditioner_state_specs order); pointers stay valid.
+  std::vector<StateTensor*> states();
 
   // Installs a computed refresh, or keeps the previous state when the job failed (counted;
   // throws after more than max_failures consecutive failures).
@@ -95,12 +107,15 @@ class BlockPreconditioner {
 
  protected:
   virtual void install(const RefreshJob& job) = 0;
+  StateTensor& state(size_t i) { return states_[i]; }
   std::string name_;
   int64_t rows_, cols_;
   PreconditionerParams p_;
   Buffer<float> direction_;   // rows x cols
 
  private:
+  std::vector<StateTensor> states_;   // never resized after construction (derived classes refer to them)
+  OwnedStateMemory own_memory_;
   int failures_ = 0;
   int64_t refreshes_ = 0;
 };
@@ -110,6 +125,7 @@ PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t r
 
 std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
                                                          int64_t rows, int64_t cols,
-                                                         const PreconditionerParams& p);
+                                                         const PreconditionerParams& p,
+                                                         bool own_memory = true);
 
 }  // namespace asteria

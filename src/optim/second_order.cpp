@@ -14,14 +14,15 @@ struct SecondOrderOptimizer::ThreadScratch {
   matfn::Workspace ws;
 };
 
-SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers)
+SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers,
+                                           bool own_memory)
     : p_(p) {
   size_t max_block = 0;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     blocks_.push_back(layer_blocks(l, layers[l], p.max_preconditioner_dim, p.precondition_embeddings));
     std::vector<std::unique_ptr<BlockPreconditioner>> pcs;
     for (const MatrixBlock& b : blocks_.back()) {
-      pcs.push_back(make_preconditioner(p.algorithm, b.name, b.rows, b.cols, p.precond));
+      pcs.push_back(make_preconditioner(p.algorithm, b.name, b.rows, b.cols, p.precond, own_memory));
       max_block = std::max(max_block, static_cast<size_t>(b.rows * b.cols));
     }
     precond_.push_back(std::move(pcs));
@@ -30,8 +31,9 @@ SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std
   schedule_ = RefreshSchedule(p.algorithm, p.precond.precondition_frequency, p.precond.start_preconditioning_step,
                               p.stagger, blocks_);
   const bool embeddings = p.precondition_embeddings;
-  adamw_ = std::make_unique<AdamW>(p.adamw_1d, layers,
-                                   [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); });
+  adamw_ = std::make_unique<AdamW>(
+      p.adamw_1d, layers, [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); },
+      own_memory);
   for (int t = 0; t < omp_get_max_threads(); ++t) {
     scratch_.push_back(std::make_unique<ThreadScratch>());
     scratch_.back()->grad.resize(max_block);
@@ -45,6 +47,13 @@ size_t SecondOrderOptimizer::state_bytes() const {
   for (auto& layer : precond_)
     for (auto& pc : layer) n += pc->state_bytes().total();
   return n;
+}
+
+std::vector<StateTensor*> SecondOrderOptimizer::layer_states(int layer) {
+  std::vector<StateTensor*> out = adamw_->layer_states(layer);
+  for (auto& pc : precond_[layer])
+    for (StateTensor* s : pc->states()) out.push_back(s);
+  return out;
 }
 
 void SecondOrderOptimizer::step_layer(int layer, float* params, const float* grads, float grad_scale,

@@ -33,11 +33,13 @@ struct SecondOrderParams {
 
 class SecondOrderOptimizer final : public Optimizer {
  public:
-  SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers);
+  SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers, bool own_memory = true);
   ~SecondOrderOptimizer() override;
   void step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                   int64_t step) override;
   size_t state_bytes() const override;
+  // The AdamW states of the layer first, then each block's (in block order).
+  std::vector<StateTensor*> layer_states(int layer) override;
 
   const std::vector<MatrixBlock>& blocks(int layer) const { return blocks_[layer]; }
   BlockPreconditioner& preconditioner(int layer, int block) { return *precond_[layer][block]; }

@@ -3,17 +3,15 @@
 #include <cmath>
 
 #include "optim/block_math.hpp"
+#include "optim/thread_scratch.hpp"
 
 namespace asteria {
 
 using namespace blockmath;
 
-ShampooBlock::ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p)
-    : BlockPreconditioner(std::move(name), rows, cols, p),
-      L_(rows * rows), R_(cols * cols), Linv_(rows * rows), Rinv_(cols * cols),
-      M_(rows * cols), V_(rows * cols), tmp_(rows * cols) {}
-
-PreconditionerBytes ShampooBlock::state_bytes() const { return preconditioner_bytes("shampoo", rows_, cols_); }
+ShampooBlock::ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
+                           bool own_memory)
+    : BlockPreconditioner(name, rows, cols, p, preconditioner_state_specs("shampoo", name, rows, cols), own_memory) {}
 
 void ShampooBlock::before_refresh(const float* G) {
   ++t_;
@@ -76,10 +74,11 @@ void ShampooBlock::after_refresh(const float*) {
   const float* V = V_.data();
   float* D = direction_.data();
   const bool graft = p_.grafting == Grafting::Adam;
+  float* tmp = thread_scratch(0, static_cast<size_t>(mn));
   // The Adam (grafting) direction and its norm.
   double adam_sq = 0;
   if (graft || !have_roots_) {
-    float* A = have_roots_ ? tmp_.data() : D;
+    float* A = have_roots_ ? tmp : D;
     for (int64_t i = 0; i < mn; ++i) {
       const float mh = M[i] * inv_bc1;
       A[i] = graft ? mh / (std::sqrt(V[i] * inv_bc2) + eps) : mh;
@@ -88,8 +87,8 @@ void ShampooBlock::after_refresh(const float*) {
   }
   if (!have_roots_) return;
   // D = Linv M_hat Rinv (the bias correction of M is a scalar, applied after).
-  mul(false, false, m, n, m, inv_bc1, Linv_.data(), M, 0.0f, tmp_.data());
-  mul(false, false, m, n, n, 1.0f, tmp_.data(), Rinv_.data(), 0.0f, D);
+  mul(false, false, m, n, m, inv_bc1, Linv_.data(), M, 0.0f, tmp);
+  mul(false, false, m, n, n, 1.0f, tmp, Rinv_.data(), 0.0f, D);
   if (!graft) return;
   double d_sq = 0;
   for (int64_t i = 0; i < mn; ++i) d_sq += static_cast<double>(D[i]) * D[i];

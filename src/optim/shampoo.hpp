@@ -13,17 +13,17 @@ namespace asteria {
 
 class ShampooBlock final : public BlockPreconditioner {
  public:
-  ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
+  ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
+               bool own_memory = true);
   void before_refresh(const float* G) override;
   void snapshot(RefreshJob& job) const override;
   void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const override;
   void after_refresh(const float* G) override;
   bool has_direction() const override { return true; }
-  PreconditionerBytes state_bytes() const override;
 
  private:
   void install(const RefreshJob& job) override;
-  Buffer<float> L_, R_, Linv_, Rinv_, M_, V_, tmp_;
+  StateTensor &L_ = state(0), &R_ = state(1), &Linv_ = state(2), &Rinv_ = state(3), &M_ = state(4), &V_ = state(5);
   int64_t t_ = 0;
   bool have_roots_ = false;
 };

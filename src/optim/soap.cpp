@@ -3,26 +3,27 @@
 #include <cmath>
 
 #include "optim/block_math.hpp"
+#include "optim/thread_scratch.hpp"
 
 namespace asteria {
 
 using namespace blockmath;
 
-SoapBlock::SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p)
-    : EigenbasisBlock(std::move(name), rows, cols, p, /*sort=*/true, 1.0f - static_cast<float>(p.shampoo_beta),
-                      1.0f - static_cast<float>(p.shampoo_beta)),
-      M_(rows * cols), V_(rows * cols), tmp1_(rows * cols), tmp2_(rows * cols) {}
-
-PreconditionerBytes SoapBlock::state_bytes() const { return preconditioner_bytes("soap", rows_, cols_); }
+SoapBlock::SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p, bool own_memory)
+    : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs("soap", name, rows, cols), own_memory,
+                      /*sort=*/true, 1.0f - static_cast<float>(p.shampoo_beta),
+                      1.0f - static_cast<float>(p.shampoo_beta)) {}
 
 void SoapBlock::update(const float* G) {
   const int64_t m = rows_, n = cols_, mn = m * n;
+  float* tmp1 = thread_scratch(0, static_cast<size_t>(mn));
+  float* tmp2 = thread_scratch(1, static_cast<size_t>(mn));
   const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
   const float eps = static_cast<float>(p_.eps);
   float* M = M_.data();
   float* V = V_.data();
-  float* Gp = tmp2_.data();
-  to_basis(QL_.data(), G, QR_.data(), m, n, tmp1_.data(), Gp);
+  float* Gp = tmp2;
+  to_basis(QL_.data(), G, QR_.data(), m, n, tmp1, Gp);
   for (int64_t i = 0; i < mn; ++i) {
     M[i] = b1 * M[i] + (1.0f - b1) * Gp[i];
     V[i] = b2 * V[i] + (1.0f - b2) * Gp[i] * Gp[i];
@@ -30,7 +31,7 @@ void SoapBlock::update(const float* G) {
   }
   const double t = static_cast<double>(t_);
   const float step_scale = static_cast<float>(std::sqrt(1.0 - std::pow(p_.beta2, t)) / (1.0 - std::pow(p_.beta1, t)));
-  from_basis(QL_.data(), Gp, QR_.data(), m, n, tmp1_.data(), direction_.data());
+  from_basis(QL_.data(), Gp, QR_.data(), m, n, tmp1, direction_.data());
   float* D = direction_.data();
   for (int64_t i = 0; i < mn; ++i) D[i] *= step_scale;
   const float b = static_cast<float>(p_.shampoo_beta);
@@ -40,13 +41,15 @@ void SoapBlock::update(const float* G) {
 
 void SoapBlock::install(const RefreshJob& job) {
   const int64_t m = rows_, n = cols_, mn = m * n;
+  float* tmp1 = thread_scratch(0, static_cast<size_t>(mn));
+  float* tmp2 = thread_scratch(1, static_cast<size_t>(mn));
   // M back to the original space with the old basis ...
-  from_basis(QL_.data(), M_.data(), QR_.data(), m, n, tmp1_.data(), tmp2_.data());
+  from_basis(QL_.data(), M_.data(), QR_.data(), m, n, tmp1, tmp2);
   EigenbasisBlock::install(job);
   // ... and into the new one.
-  to_basis(QL_.data(), tmp2_.data(), QR_.data(), m, n, tmp1_.data(), M_.data());
+  to_basis(QL_.data(), tmp2, QR_.data(), m, n, tmp1, M_.data());
   // V follows the re-sorted columns: V_new[i][j] = V[perm_L[i]][perm_R[j]].
-  float* Vn = tmp1_.data();
+  float* Vn = tmp1;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) Vn[i * n + j] = V_[job.left_perm[i] * n + job.right_perm[j]];
   std::copy(Vn, Vn + mn, V_.data());

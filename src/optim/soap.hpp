@@ -17,8 +17,7 @@ namespace asteria {
 
 class SoapBlock final : public EigenbasisBlock {
  public:
-  SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p);
-  PreconditionerBytes state_bytes() const override;
+  SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p, bool own_memory = true);
 
   // For tests: the moments in the basis.
   const float* first_moment() const { return M_.data(); }
@@ -27,7 +26,7 @@ class SoapBlock final : public EigenbasisBlock {
  private:
   void update(const float* G) override;
   void install(const RefreshJob& job) override;
-  Buffer<float> M_, V_, tmp1_, tmp2_;
+  StateTensor &M_ = state(4), &V_ = state(5);
 };
 
 }  // namespace asteria

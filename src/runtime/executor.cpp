@@ -23,6 +23,7 @@ void Executor::bind_host(OpKind kind, HostHandler h) { host_handlers_[static_cas
 
 void Executor::reset_times() {
   seconds_.fill(0.0);
+  wait_s_.fill(0.0);
   compute_wait_s_ = 0;
 }
 
@@ -32,7 +33,7 @@ void Executor::check_ready(const Op& op) {
   if (residency_) {
     for (const auto* refs : {&op.reads, &op.writes})
       for (const StateRef& r : *refs)
-        ASTERIA_ASSERT(residency_(r), "op ", op.id, " (", to_string(op.kind), ") touches ", to_string(r.kind),
+        ASTERIA_ASSERT(residency_(op, r), "op ", op.id, " (", to_string(op.kind), ") touches ", to_string(r.kind),
                        " of layer ", r.layer, ", which is not resident");
   }
 }
@@ -61,14 +62,20 @@ void Executor::wait_for(const Op& op, bool count_stall) {
       if (!done_[d]) return false;
     return true;
   };
+  // A failed staging op marks itself done: the compute lane must not run on what it left.
+  if (count_stall && staging_error_) std::rethrow_exception(staging_error_);
   if (ready()) return;
   if (op.lane == Lane::Compute)
     for (int d : op.deps)
       ASTERIA_ASSERT(done_[d] || plan_->ops[d].lane == Lane::Staging, "op ", op.id, " (", to_string(op.kind),
                      ") runs before its dependency ", d);
   Timer t;
-  cv_.wait(lock, ready);
-  if (count_stall) compute_wait_s_ += t.seconds();
+  cv_.wait(lock, [&] { return ready() || (count_stall && staging_error_); });
+  if (count_stall) {
+    compute_wait_s_ += t.seconds();
+    wait_s_[static_cast<int>(op.kind)] += t.seconds();
+    if (staging_error_) std::rethrow_exception(staging_error_);
+  }
 }
 
 void Executor::run_op(const Op& op) {
@@ -91,16 +98,32 @@ void Executor::staging_loop() {
       staging_queue_.pop_front();
     }
     const Op& op = plan_->ops[id];
-    wait_for(op, false);
-    if (op.lane == Lane::Host) {
-      // Submitted in plan order once its (staging / compute) dependencies finished.
-      const HostHandler& h = host_handlers_[static_cast<int>(op.kind)];
-      ASTERIA_ASSERT(h && pool_, "no host handler or worker pool for op kind ", to_string(op.kind));
-      check_ready(op);
-      Op copy = op;
-      pool_->submit([h, copy](int worker) { h(copy, worker); });
-    } else {
-      run_op(op);
+    bool skip;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      skip = static_cast<bool>(staging_error_);
+    }
+    if (!skip) wait_for(op, false);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      skip = static_cast<bool>(staging_error_);
+    }
+    try {
+      if (skip) {
+        // A staging op failed: the rest of the plan is abandoned.
+      } else if (op.lane == Lane::Host) {
+        // Submitted in plan order once its (staging / compute) dependencies finished.
+        const HostHandler& h = host_handlers_[static_cast<int>(op.kind)];
+        ASTERIA_ASSERT(h && pool_, "no host handler or worker pool for op kind ", to_string(op.kind));
+        check_ready(op);
+        Op copy = op;
+        pool_->submit([h, copy](int worker) { h(copy, worker); });
+      } else {
+        run_op(op);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!staging_error_) staging_error_ = std::current_exception();
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -117,7 +140,29 @@ void Executor::run(const Plan& plan) {
     plan_ = &plan;
     done_.assign(plan.ops.size(), 0);
     staging_outstanding_ = 0;
+    staging_error_ = nullptr;
   }
+  try {
+    run_compute(plan);
+  } catch (...) {
+    // The staging lane still reads the plan: let it finish (or skip) its queue first.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!staging_error_) staging_error_ = std::current_exception();
+    }
+    cv_.notify_all();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return staging_outstanding_ == 0; });
+    std::rethrow_exception(staging_error_);
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  Timer t;
+  cv_.wait(lock, [this] { return staging_outstanding_ == 0; });
+  compute_wait_s_ += t.seconds();
+  if (staging_error_) std::rethrow_exception(staging_error_);
+}
+
+void Executor::run_compute(const Plan& plan) {
   for (const Op& op : plan.ops) {
     if (op.lane == Lane::Compute) {
       wait_for(op, true);
@@ -134,10 +179,6 @@ void Executor::run(const Plan& plan) {
       cv_.notify_all();
     }
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  Timer t;
-  cv_.wait(lock, [this] { return staging_outstanding_ == 0; });
-  compute_wait_s_ += t.seconds();
 }
 
 }  // namespace asteria

@@ -10,9 +10,13 @@
 // resident (through the residency check, when one is installed); a violation is a bug and aborts
 // loudly. run() returns when every compute and staging op of the plan has finished and every
 // host op was submitted. Time spent per op kind is accumulated for the metrics.
+// An exception thrown by a staging op (e.g. a disk tier checksum error) skips the rest of the
+// staging queue and is rethrown by run() on the calling thread, after the staging lane stopped
+// touching the plan; so is one thrown by a compute op.
 #include <array>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -26,7 +30,8 @@ class Executor {
  public:
   using Handler = std::function<void(const Op&)>;
   using HostHandler = std::function<void(const Op&, int worker)>;
-  using ResidencyCheck = std::function<bool(const StateRef&)>;
+  // Whether `ref` is resident where `op` needs it.
+  using ResidencyCheck = std::function<bool(const Op& op, const StateRef& ref)>;
 
   // host_pool may be null when plans never use the host lane.
   explicit Executor(WorkerPool* host_pool = nullptr);
@@ -43,8 +48,11 @@ class Executor {
 
   // Seconds spent in each op kind since the last reset (staging ops: on the staging thread).
   double seconds(OpKind kind) const { return seconds_[static_cast<int>(kind)]; }
-  // Seconds the compute lane waited for staging ops since the last reset.
+  // Seconds the compute lane waited for staging ops since the last reset: in total (including
+  // the wait for the staging lane to drain at the end of the plan), and by the kind of the
+  // compute op that waited (a tier_wait's wait is the tier stall).
   double compute_wait_seconds() const { return compute_wait_s_; }
+  double wait_seconds(OpKind waiting_kind) const { return wait_s_[static_cast<int>(waiting_kind)]; }
   void reset_times();
 
  private:
@@ -53,11 +61,14 @@ class Executor {
   void mark_done(int id);
   void wait_for(const Op& op, bool count_stall);
   void staging_loop();
+  void run_compute(const Plan& plan);
 
   std::array<Handler, kNumOpKinds> handlers_;
   std::array<HostHandler, kNumOpKinds> host_handlers_;
   std::array<double, kNumOpKinds> seconds_{};
+  std::array<double, kNumOpKinds> wait_s_{};
   double compute_wait_s_ = 0;
+  std::exception_ptr staging_error_;   // guarded by mu_
   ResidencyCheck residency_;
   WorkerPool* pool_;
 

@@ -25,6 +25,9 @@ const char* to_string(OpKind k) {
     case OpKind::Snapshot: return "snapshot";
     case OpKind::RootJob: return "root_job";
     case OpKind::PublishWait: return "publish_wait";
+    case OpKind::TierEvict: return "tier_evict";
+    case OpKind::TierPrefetch: return "tier_prefetch";
+    case OpKind::TierWait: return "tier_wait";
   }
   return "?";
 }
@@ -41,7 +44,8 @@ const char* to_string(StateKind k) {
   return "?";
 }
 
-std::string Plan::describe(const std::vector<std::string>& layer_names) const {
+std::string Plan::describe(const std::vector<std::string>& layer_names,
+                           const std::function<std::string(const Op&)>& detail) const {
   auto layer_name = [&](int l) {
     return (l >= 0 && l < static_cast<int>(layer_names.size())) ? layer_names[l] : std::string("-");
   };
@@ -71,6 +75,10 @@ std::string Plan::describe(const std::vector<std::string>& layer_names) const {
     }
     if (!op.reads.empty()) os << " reads=" << states(op.reads);
     if (!op.writes.empty()) os << " writes=" << states(op.writes);
+    if (detail) {
+      const std::string d = detail(op);
+      if (!d.empty()) os << "  " << d;
+    }
     os << "\n";
   }
   return os.str();

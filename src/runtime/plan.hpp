@@ -8,6 +8,7 @@
 // Subsystems add their ops through PlanContributor (plan_builder.hpp); the Executor
 // (executor.hpp) runs a plan. Nothing is triggered by a hook firing at run time.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,11 @@ enum class OpKind : uint8_t {
   Snapshot,      // shadow (staging lane): copy the factors of the layer's refreshing blocks
   RootJob,       // shadow (host lane): compute one block's roots / basis from its snapshot
   PublishWait,   // shadow (compute lane): wait until the results due at this step are ready
+  TierEvict,     // tiers (staging lane): write states back from the device tier to their home
+  TierPrefetch,  // tiers (staging lane): bring a layer's states into the device tier
+  TierWait,      // tiers (compute lane): wait for the prefetch of the layer about to step
 };
-constexpr int kNumOpKinds = 9;
+constexpr int kNumOpKinds = 12;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);
@@ -48,7 +52,8 @@ struct Op {
   int layer = -1;              // -1: whole model
   int block = -1;              // preconditioner block (later optimizers), -1: whole layer
   int micro = -1;              // micro-batch, -1: not per micro-batch
-  int64_t tag = -1;            // owner-defined (shadow: the step a root job publishes at)
+  int64_t tag = -1;            // owner-defined (shadow: the step a root job publishes at; tiers:
+                               // the index of the op's move list)
   std::vector<int> deps;       // ids of ops that must finish first
   std::vector<StateRef> reads;
   std::vector<StateRef> writes;
@@ -58,8 +63,10 @@ struct Plan {
   std::vector<Op> ops;
   int64_t step = 0;
   int micro_batches = 1;
-  // Human-readable listing, one op per line; layer names are taken from `layer_names`.
-  std::string describe(const std::vector<std::string>& layer_names) const;
+  // Human-readable listing, one op per line; layer names are taken from `layer_names`;
+  // `detail`, when given, adds an owner's description of an op (e.g. what a tier move moves).
+  std::string describe(const std::vector<std::string>& layer_names,
+                       const std::function<std::string(const Op&)>& detail = nullptr) const;
 };
 
 }  // namespace asteria

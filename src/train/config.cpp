@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -381,6 +382,29 @@ OptimConfig optim_defaults(const std::string& name) {
     fail("unknown optimizer '", name, "' (known: adamw, shampoo, soap, kl_shampoo)");
   }
   return o;
+}
+
+uint64_t parse_byte_size(const std::string& text) {
+  if (text == "unlimited") return std::numeric_limits<uint64_t>::max();
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    fail("'", text, "' is not a byte size");
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  static const std::pair<const char*, double> units[] = {
+      {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
+  for (const auto& [name, scale] : units)
+    if (unit == name) {
+      const double bytes = value * scale;
+      ASTERIA_CHECK(value >= 0 && bytes < 1.8e19, "'", text, "' is not a byte size");
+      return static_cast<uint64_t>(bytes);
+    }
+  fail("'", text, "' is not a byte size (units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
 }
 
 void check_supported(const Config& cfg) {

@@ -83,12 +83,33 @@ struct ShadowConfig {
   double worker_delay_ms = 0;   // for tests: every root job first sleeps this long
 };
 
+// Byte budgets of the tiered state manager (runtime/tier_layout.hpp). A size is a number of
+// bytes with an optional unit (KiB, MiB, GiB, TiB, KB, MB, GB, TB), or "unlimited".
+struct TierBudgetConfig {
+  std::string bytes = "unlimited";
+};
+struct DiskTierConfig {
+  std::string bytes = "unlimited";
+  std::string path;             // directory of the disk tier's file; "" = <run.dir>/tiers
+};
+struct TiersConfig {
+  TierBudgetConfig device;      // on the CPU backend: a budgeted host arena
+  TierBudgetConfig host;
+  DiskTierConfig disk;
+  int prefetch_distance = 2;    // layers of the optimizer order prefetched ahead of use
+};
+
 struct RuntimeConfig {
   std::string mode = "native";  // native: roots inline (the baseline); asteria: shadow pipeline
   int threads = 0;              // 0 = all cores
   bool stagger = false;         // spread the blocks' refreshes over the F steps
   ShadowConfig shadow;
+  TiersConfig tiers;
 };
+
+// A byte size as written in the config ("64MiB", "1.5GiB", "1000000", "unlimited" =
+// UINT64_MAX); throws asteria::Error naming the text when it is not one.
+uint64_t parse_byte_size(const std::string& text);
 
 struct DistributedConfig {
   std::string fsdp = "full";    // full, hybrid, none (multi-rank: later)

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.hpp"
 #include "train/config.hpp"
 
 namespace asteria::schema {
@@ -129,12 +130,43 @@ void visit(V& v, ShadowConfig& s) {
   v.field("worker_delay_ms", s.worker_delay_ms, at_least(0));
 }
 
+inline auto byte_size() {
+  return [](const std::string& s) {
+    try {
+      parse_byte_size(s);
+      return std::string();
+    } catch (const Error&) {
+      return std::string("must be a byte size (e.g. 512MiB, 2GiB, 1000000) or unlimited");
+    }
+  };
+}
+
+template <class V>
+void visit(V& v, TierBudgetConfig& t) {
+  v.field("bytes", t.bytes, byte_size());
+}
+
+template <class V>
+void visit(V& v, DiskTierConfig& t) {
+  v.field("bytes", t.bytes, byte_size());
+  v.field("path", t.path, any());
+}
+
+template <class V>
+void visit(V& v, TiersConfig& t) {
+  v.section("device", t.device);
+  v.section("host", t.host);
+  v.section("disk", t.disk);
+  v.field("prefetch_distance", t.prefetch_distance, at_least(0));
+}
+
 template <class V>
 void visit(V& v, RuntimeConfig& r) {
   v.field("mode", r.mode, one_of({"native", "asteria"}));
   v.field("threads", r.threads, at_least(0));
   v.field("stagger", r.stagger, any());
   v.section("shadow", r.shadow);
+  v.section("tiers", r.tiers);
 }
 
 template <class V>

@@ -5,6 +5,7 @@
 #include "model/model.hpp"
 #include "train/flops.hpp"
 #include "train/optimizer_factory.hpp"
+#include "train/tier_config.hpp"
 
 namespace asteria {
 
@@ -60,6 +61,7 @@ std::string dry_run_report(const Config& cfg) {
      << "activations:      " << human_bytes(act) << "  (micro-batch " << cfg.train.micro_batch
      << " x seq " << cfg.model.seq_len << ")\n"
      << "total:            " << human_bytes(2 * p + opt + act) << "\n\n";
+  os << "# " << configured_tier_layout(cfg).describe() << "\n";
   const double fpt = training_flops_per_token(cfg.model);
   const double tokens_per_step =
       static_cast<double>(cfg.train.micro_batch) * cfg.train.grad_accum * cfg.model.seq_len;

@@ -39,9 +39,23 @@ SecondOrderParams second_order_params(const OptimConfig& o, bool stagger) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o, const std::vector<ParamTable>& layers,
-                                          bool stagger) {
-  if (o.name == "adamw") return std::make_unique<AdamW>(adamw_params(o), layers);
-  return std::make_unique<SecondOrderOptimizer>(second_order_params(o, stagger), layers);
+                                          bool stagger, bool own_memory) {
+  if (o.name == "adamw") return std::make_unique<AdamW>(adamw_params(o), layers, nullptr, own_memory);
+  return std::make_unique<SecondOrderOptimizer>(second_order_params(o, stagger), layers, own_memory);
+}
+
+std::vector<std::vector<StateSpec>> optimizer_state_specs(const OptimConfig& o, const std::vector<ParamTable>& layers) {
+  std::vector<std::vector<StateSpec>> out(layers.size());
+  const bool embeddings = o.precondition_embeddings;
+  AdamW::EntryFilter owns;
+  if (o.name != "adamw") owns = [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); };
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    out[l] = adamw_state_specs(l, layers[l], owns);
+    if (o.name == "adamw") continue;
+    for (const MatrixBlock& b : layer_blocks(l, layers[l], o.max_preconditioner_dim, embeddings))
+      for (StateSpec& s : preconditioner_state_specs(o.name, b.name, b.rows, b.cols)) out[l].push_back(std::move(s));
+  }
+  return out;
 }
 
 OptimizerStateBytes optimizer_state_bytes(const OptimConfig& o, const std::vector<ParamTable>& layers) {
@@ -55,7 +69,7 @@ OptimizerStateBytes optimizer_state_bytes(const OptimConfig& o, const std::vecto
       PreconditionerBytes pb = preconditioner_bytes(o.name, b.rows, b.cols);
       s.factors += pb.factors;
       s.roots += pb.roots;
-      s.moments += pb.moments;
+      s.moments += pb.moments + pb.direction;
       ++s.blocks;
     }
   }

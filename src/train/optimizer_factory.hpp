@@ -11,9 +11,14 @@
 
 namespace asteria {
 
-// `stagger`: runtime.stagger (second-order optimizers only).
+// `stagger`: runtime.stagger (second-order optimizers only). own_memory false: the caller binds
+// the state tensors (the tiered state manager).
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o, const std::vector<ParamTable>& layers,
-                                          bool stagger = false);
+                                          bool stagger = false, bool own_memory = true);
+
+// The state tensors the optimizer would keep, per layer, in Optimizer::layer_states order,
+// without building it (--dry-run, --print-plan, tier placement checks).
+std::vector<std::vector<StateSpec>> optimizer_state_specs(const OptimConfig& o, const std::vector<ParamTable>& layers);
 
 // The second-order optimizer's parameters resolved from the config (shampoo_beta < 0 -> beta2).
 SecondOrderParams second_order_params(const OptimConfig& o, bool stagger = false);

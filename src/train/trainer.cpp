@@ -16,12 +16,14 @@
 #include "runtime/executor.hpp"
 #include "optim/refresh_schedule.hpp"
 #include "runtime/shadow.hpp"
+#include "runtime/tier_manager.hpp"
 #include "runtime/worker_pool.hpp"
 #include "train/flops.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/metrics.hpp"
 #include "train/optimizer_factory.hpp"
 #include "train/step_plan.hpp"
+#include "train/tier_config.hpp"
 
 namespace fs = std::filesystem;
 
@@ -65,6 +67,7 @@ struct Trainer::Impl {
   // executor the pool; members are destroyed in reverse.
   std::unique_ptr<WorkerPool> pool;
   std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<TierManager> tiers;   // owns the optimizer state's memory
   std::unique_ptr<ShadowPipeline> shadow;
   std::unique_ptr<Executor> executor;
   ModelStepOps model_ops{cfg.model.tied_embeddings};
@@ -105,7 +108,11 @@ struct Trainer::Impl {
     model->init(cfg.seed);
     std::vector<ParamTable> tables;
     for (int l = 0; l < model->num_layers(); ++l) tables.push_back(model->table(l));
-    optimizer = make_optimizer(cfg.optim, tables, cfg.runtime.stagger);
+    // The optimizer's state lives where the tiered state manager puts it (by default: all of it
+    // in the device tier, which on the CPU backend is host memory).
+    TierLayout layout = configured_tier_layout(cfg);
+    optimizer = make_optimizer(cfg.optim, tables, cfg.runtime.stagger, /*own_memory=*/false);
+    tiers = std::make_unique<TierManager>(std::move(layout), *optimizer, disk_tier_file(cfg));
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     if (cfg.runtime.mode == "asteria" && second_order) {
       pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
@@ -115,11 +122,14 @@ struct Trainer::Impl {
     executor = std::make_unique<Executor>(pool.get());
     grad_sq.assign(model->num_layers(), 0.0);
     builder.add_contributor(&model_ops);
-    // The shadow pipeline's publish_wait(l) goes before the optimizer's optim_step(l).
+    // The shadow pipeline's publish_wait(l) and the tiers' tier_wait(l) go before the
+    // optimizer's optim_step(l).
     if (shadow) {
       builder.add_contributor(&shadow->plan_ops());
       shadow->bind(*executor);
     }
+    builder.add_contributor(&tiers->planner());
+    tiers->bind(*executor);
     builder.add_contributor(&optim_ops);
     bind_handlers();
   }
@@ -228,6 +238,17 @@ struct Trainer::Impl {
                           executor->seconds(OpKind::OptimStep)},
           {"elapsed_s", wall.seconds()}};
       if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
+      {
+        const TierStats ts = tiers->take_stats();
+        rec["tier_bytes"] = {{"device", ts.resident[0]}, {"host", ts.resident[1]}, {"disk", ts.resident[2]}};
+        rec["tier_device_peak_bytes"] = ts.device_peak;
+        rec["tier_moved_bytes"] = {{"host_to_device", ts.host_to_device},
+                                   {"device_to_host", ts.device_to_host},
+                                   {"disk_to_device", ts.disk_to_device},
+                                   {"device_to_disk", ts.device_to_disk}};
+        rec["tier_stall_s"] = executor->wait_seconds(OpKind::TierWait);
+        rec["tier_staging_s"] = executor->seconds(OpKind::TierEvict) + executor->seconds(OpKind::TierPrefetch);
+      }
       if (shadow) {
         rec["shadow_stall_s"] = shadow->take_stall_seconds();
         rec["shadow_in_flight"] = shadow->in_flight();
@@ -296,10 +317,15 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
       builder.add_contributor(shadow_ops.get());
     }
   }
+  // The tiers' moves depend on what earlier steps left on the device: plan every step up to this
+  // one (plans are cheap to build; nothing runs).
+  const TierLayout layout = configured_tier_layout(cfg);
+  TierPlanner tiers(layout);
+  builder.add_contributor(&tiers);
   builder.add_contributor(&optim_ops);
   Plan plan;
-  builder.build({step, L, cfg.train.grad_accum}, plan);
-  return plan.describe(names) + note;
+  for (int64_t s = 1; s <= step; ++s) builder.build({s, L, cfg.train.grad_accum}, plan);
+  return plan.describe(names, [&](const Op& op) { return tiers.describe(op); }) + note;
 }
 
 }  // namespace asteria

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue-4 benchmark: does bounded staleness cost loss? bench-small SOAP trained in native mode
+# (bases refreshed synchronously, the authors' schedule) and in asteria mode (shadow pipeline,
+# staggered) with publish delays D = 1, 2 and 4; same data, seed and schedule. Reports the final
+# eval loss of each and its difference from native, with plots.
+#   bench/shadow_loss.sh [STEPS] [THREADS]      (defaults 400 and 0 = all cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${1:-400}
+THREADS=${2:-0}
+OUT=${ASTERIA_BENCH_OUT:-bench/results/shadow-loss-$(date +%Y%m%d-%H%M)}
+scripts/setup.sh >/dev/null
+scripts/prepare_data.sh 4096 >/dev/null
+mkdir -p "$OUT"
+run() {  # NAME [SETS...]
+  local name=$1
+  shift
+  local sets=()
+  for s in "$@"; do sets+=(--set "$s"); done
+  build/bin/asteria-train --config configs/bench-small-soap.yaml --set "run.dir=$OUT/$name" --set "train.steps=$STEPS" \
+    --set run.overwrite=true --set train.eval_every=25 --set "runtime.threads=$THREADS" "${sets[@]}" | tail -1
+}
+run native runtime.mode=native
+for d in 1 2 4; do
+  run "asteria-d$d" runtime.mode=asteria runtime.stagger=true "runtime.shadow.delay=$d" runtime.shadow.threads=2
+done
+py=/usr/bin/python3
+{
+  $py bench/summarize_runs.py --baseline "$OUT/native" "$OUT"/asteria-d{1,2,4} --json "$OUT/summary.json"
+  $py - "$OUT" <<'PY'
+import json, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+def final_eval(run):
+    last = None
+    for line in open(out / run / "metrics.jsonl"):
+        rec = json.loads(line)
+        if "eval_loss" in rec:
+            last = rec["eval_loss"]
+    return last
+base = final_eval("native")
+print(f"native final eval loss {base:.4f}")
+for d in (1, 2, 4):
+    v = final_eval(f"asteria-d{d}")
+    print(f"asteria D={d}: final eval loss {v:.4f}, relative difference {100 * (v - base) / base:+.3f} % (target: within 0.5 %)")
+PY
+  echo "threads=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
+} | tee "$OUT/summary.txt"
+$py scripts/plot_metrics.py "$OUT"/native "$OUT"/asteria-d{1,2,4} --out "$OUT/plots" \
+  --labels native,asteria-d1,asteria-d2,asteria-d4 >/dev/null

@@ -1,0 +1,170 @@
+#include "runtime/tier_layout.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace asteria {
+
+const char* to_string(Tier t) {
+  switch (t) {
+    case Tier::Device: return "device";
+    case Tier::Host: return "host";
+    case Tier::Disk: return "disk";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string bytes_text(uint64_t b) {
+  if (b == kUnbounded) return "unbounded";
+  char s[64];
+  std::snprintf(s, sizeof s, "%llu bytes (%.1f MiB)", static_cast<unsigned long long>(b), b / 1048576.0);
+  return s;
+}
+
+// Bytes the device cache must hold: the largest sum, over prefetch_distance + 1 consecutive
+// layers of the (cyclic) optimizer order, of the slots of states not homed on the device.
+size_t cache_need(const std::vector<size_t>& visiting_per_layer, int distance) {
+  const int L = static_cast<int>(visiting_per_layer.size());
+  const int window = std::min(L, distance + 1);
+  size_t need = 0;
+  for (int start = 0; start < L; ++start) {
+    size_t sum = 0;
+    for (int k = 0; k < window; ++k) sum += visiting_per_layer[(start + k) % L];
+    need = std::max(need, sum);
+  }
+  return need;
+}
+
+}  // namespace
+
+TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options) {
+  ASTERIA_CHECK(options.prefetch_distance >= 0, "runtime.tiers.prefetch_distance must be >= 0");
+  TierLayout t;
+  t.options = options;
+  const int L = static_cast<int>(specs.size());
+  t.by_layer.resize(L);
+  std::vector<size_t> visiting(L, 0);   // per layer: slots not homed on the device
+  for (int l = 0; l < L; ++l)
+    for (const StateSpec& s : specs[l]) {
+      if (s.count == 0) continue;
+      TierState st;
+      st.spec = s;
+      st.layer = l;
+      st.slot = page_round(s.bytes());
+      st.home = Tier::Host;   // until placed
+      t.by_layer[l].push_back(static_cast<int>(t.states.size()));
+      t.states.push_back(std::move(st));
+      visiting[l] += t.states.back().slot;
+    }
+  // States of some classes in the optimizer's order of use.
+  auto in_order = [&](std::initializer_list<StateClass> classes) {
+    std::vector<int> ids;
+    for (StateClass cls : classes)
+      for (int u = 0; u < L; ++u)
+        for (int id : t.by_layer[layer_at_use(L, u)])
+          if (t.states[id].spec.cls == cls) ids.push_back(id);
+    return ids;
+  };
+
+  const uint64_t device_budget = options.budget[0];
+  size_t total = 0;
+  for (const TierState& s : t.states) total += s.slot;
+  if (device_budget == kUnbounded || total <= device_budget) {
+    // Everything lives on the device; nothing moves.
+    for (TierState& s : t.states) {
+      s.home = Tier::Device;
+      s.home_offset = t.device_home_bytes;
+      t.device_home_bytes += s.slot;
+      t.by_class[static_cast<int>(s.spec.cls)][0] += s.slot;
+    }
+    return t;
+  }
+  const size_t min_cache = cache_need(visiting, options.prefetch_distance);
+  if (min_cache > device_budget) {
+    fail("runtime.tiers.device.bytes is ", bytes_text(device_budget), ", but the optimizer state of ",
+         std::min(L, options.prefetch_distance + 1), " layer(s) in flight (runtime.tiers.prefetch_distance ",
+         options.prefetch_distance, " + 1) needs ", bytes_text(min_cache),
+         " of device memory; raise the device budget to at least that or lower the prefetch distance");
+  }
+  // Device: hot states (written every step, so pinning them saves the most moves), while the
+  // cache still fits.
+  for (int id : in_order({StateClass::Hot})) {
+    TierState& s = t.states[id];
+    visiting[s.layer] -= s.slot;
+    if (t.device_home_bytes + s.slot + cache_need(visiting, options.prefetch_distance) <= device_budget) {
+      s.home = Tier::Device;
+      s.home_offset = t.device_home_bytes;
+      t.device_home_bytes += s.slot;
+    } else {
+      visiting[s.layer] += s.slot;
+    }
+  }
+  t.device_cache_bytes = std::min<size_t>(device_budget - t.device_home_bytes, total - t.device_home_bytes);
+  // Host, then disk: warm states first (on disk they cost a read per step, hot ones a read and
+  // a write), then hot ones, then cold.
+  const uint64_t host_budget = options.budget[1], disk_budget = options.budget[2];
+  size_t disk_need = 0;
+  std::string first_on_disk;
+  for (int id : in_order({StateClass::Warm, StateClass::Hot, StateClass::Cold})) {
+    TierState& s = t.states[id];
+    if (s.home == Tier::Device) continue;
+    if (host_budget == kUnbounded || t.host_bytes + s.slot <= host_budget) {
+      s.home = Tier::Host;
+      s.home_offset = t.host_bytes;
+      t.host_bytes += s.slot;
+    } else {
+      s.home = Tier::Disk;
+      s.home_offset = disk_need;
+      disk_need += disk_slot_bytes(s.spec.bytes());
+      if (first_on_disk.empty()) first_on_disk = s.spec.name;
+    }
+  }
+  if (disk_budget != kUnbounded && disk_need > disk_budget) {
+    size_t host_need = 0;
+    for (const TierState& s : t.states)
+      if (s.home != Tier::Device) host_need += s.slot;
+    fail("the optimizer state does not fit the tier budgets: it needs ", bytes_text(total),
+         " (in pages); at these budgets the device holds ", bytes_text(t.device_home_bytes), " + a ",
+         bytes_text(t.device_cache_bytes), " cache, the host ", bytes_text(t.host_bytes),
+         ", and the disk would need ", bytes_text(disk_need), " (runtime.tiers.disk.bytes is ",
+         bytes_text(disk_budget), "; first state that fits no tier: '", first_on_disk,
+         "'). Raise runtime.tiers.disk.bytes to at least ", disk_need,
+         ", or runtime.tiers.host.bytes to at least ", host_need, " to keep it all in memory");
+  }
+  t.disk_bytes = disk_need;
+  for (const TierState& s : t.states) t.by_class[static_cast<int>(s.spec.cls)][static_cast<int>(s.home)] += s.slot;
+  return t;
+}
+
+std::string TierLayout::describe() const {
+  std::ostringstream os;
+  auto mib = [](double b) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%10.1f MiB", b / 1048576.0);
+    return std::string(s);
+  };
+  os << "optimizer state placement (runtime.tiers, prefetch distance " << options.prefetch_distance << "):\n";
+  os << "  class " << "        device" << "          host" << "          disk\n";
+  for (int c = 0; c < kNumStateClasses; ++c) {
+    os << "  " << to_string(static_cast<StateClass>(c)) << std::string(6 - std::string(to_string(static_cast<StateClass>(c))).size(), ' ');
+    for (int tier = 0; tier < kNumTiers; ++tier) os << "  " << mib(static_cast<double>(by_class[c][tier]));
+    os << "\n";
+  }
+  const size_t used[kNumTiers] = {device_home_bytes + device_cache_bytes, host_bytes, disk_bytes};
+  for (int tier = 0; tier < kNumTiers; ++tier) {
+    os << "  " << to_string(static_cast<Tier>(tier)) << ": " << mib(static_cast<double>(used[tier]))
+       << " of budget " << bytes_text(options.budget[tier]);
+    if (tier == 0 && device_cache_bytes > 0)
+      os << "; of it " << bytes_text(device_cache_bytes) << " is the cache for states homed below";
+    if (tier == 2 && disk_bytes > 0) os << " (header page per state included)";
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace asteria

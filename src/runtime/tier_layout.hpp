@@ -1,0 +1,72 @@
+#pragma once
+// Where every optimizer state tensor lives (DESIGN.md "Tiers"): its home tier, chosen once at
+// startup from its lifecycle class and the tier budgets.
+//
+//   hot  (factor statistics, moments: written every step)  -> device, while it fits
+//   warm (inverse roots, eigenbases: written every F steps) -> host
+//   whatever does not fit its tier (cold)                   -> the next tier down, then disk
+//
+// A state whose home is not the device is brought into the device tier's cache region before
+// the optimizer step that uses it and written back after (runtime/tier_planner.hpp). The cache
+// region must hold the states of prefetch_distance + 1 consecutive layers of the optimizer
+// order (the layers in flight); placement keeps that much of the device budget free.
+// Every state occupies whole pages (kTierPage) in every tier, so that disk I/O can be direct.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "optim/state_tensor.hpp"
+
+namespace asteria {
+
+enum class Tier : uint8_t { Device, Host, Disk };
+constexpr int kNumTiers = 3;
+const char* to_string(Tier);
+
+constexpr uint64_t kUnbounded = std::numeric_limits<uint64_t>::max();
+constexpr size_t kTierPage = 4096;
+inline size_t page_round(size_t bytes) { return (bytes + kTierPage - 1) / kTierPage * kTierPage; }
+// A state's footprint in the disk file: a header page (checksum) and its data pages.
+inline size_t disk_slot_bytes(size_t bytes) { return kTierPage + page_round(bytes); }
+
+struct TierOptions {
+  std::array<uint64_t, kNumTiers> budget{kUnbounded, kUnbounded, kUnbounded};
+  int prefetch_distance = 2;   // layers of the optimizer order prefetched ahead of their use
+};
+
+struct TierState {
+  StateSpec spec;
+  int layer = 0;
+  size_t slot = 0;          // page-rounded bytes in the device and host tiers
+  Tier home = Tier::Device;
+  size_t home_offset = 0;   // in the home tier's arena (disk: in the file, header page first)
+};
+
+struct TierLayout {
+  TierOptions options;
+  std::vector<TierState> states;            // layer-major, Optimizer::layer_states order
+  std::vector<std::vector<int>> by_layer;   // state ids of each layer
+  size_t device_home_bytes = 0;             // [0, device_home_bytes) of the device arena
+  size_t device_cache_bytes = 0;            // the cache region after it (0: nothing visits)
+  size_t host_bytes = 0;
+  size_t disk_bytes = 0;                    // file size, header pages included
+  // Slot bytes per lifecycle class and home tier.
+  std::array<std::array<size_t, kNumTiers>, kNumStateClasses> by_class{};
+
+  int num_layers() const { return static_cast<int>(by_layer.size()); }
+  bool moves() const { return device_cache_bytes > 0; }
+  // The --dry-run report: budgets, and bytes per class per tier.
+  std::string describe() const;
+};
+
+// The optimizer order of a step: layers L-1 .. 0 (PlanBuilder's optimizer walk).
+inline int layer_at_use(int num_layers, int use) { return num_layers - 1 - use; }
+
+// Places the states (specs[l]: layer l's states). Throws asteria::Error when the budgets
+// cannot hold them, saying how many bytes each tier would need.
+TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options);
+
+}  // namespace asteria

@@ -1,0 +1,66 @@
+#pragma once
+// The tiered state manager (DESIGN.md "Runtime subsystems"): owns the memory of every optimizer
+// state tensor in three tiers and moves states between them as the plan says.
+//   device  one arena: the states homed there, then the cache region for visiting states (on
+//           the CPU backend a budgeted host arena, so the accounting and moves run everywhere);
+//   host    one arena of the states homed there;
+//   disk    one file per process (DiskTierFile: direct I/O, checksummed slots).
+// Construction binds the optimizer's state tensors: device-homed ones to their place in the
+// device arena for good, the others to nothing until a tier_prefetch loads them (using one
+// that is not loaded fails loudly). The planner (tier_planner.hpp) decides every move at plan
+// time; the staging-lane handlers replay them; the residency check makes the executor refuse
+// any op that would touch a layer's optimizer state while part of it is not on the device.
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/buffer.hpp"
+#include "optim/optimizer.hpp"
+#include "runtime/disk_tier_file.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/tier_layout.hpp"
+#include "runtime/tier_planner.hpp"
+
+namespace asteria {
+
+struct TierStats {
+  std::array<size_t, kNumTiers> resident{};   // bytes held per tier (page-rounded slots)
+  size_t device_peak = 0;                      // most device bytes held at once since the last take
+  size_t host_to_device = 0, device_to_host = 0, disk_to_device = 0, device_to_disk = 0;   // moved
+};
+
+class TierManager {
+ public:
+  // opt.layer_states(l) must list the states of layout.by_layer[l], in order (checked).
+  // disk_file: the path of the disk tier's file (created only when some state lives on disk).
+  TierManager(TierLayout layout, Optimizer& opt, const std::string& disk_file);
+
+  const TierLayout& layout() const { return layout_; }
+  TierPlanner& planner() { return planner_; }
+  // Installs the tier ops' handlers and the residency check.
+  void bind(Executor& ex);
+
+  // The counters since the last call; also re-derives the device bytes from which state
+  // tensors are bound and asserts they agree with the moves' accounting and the budget.
+  TierStats take_stats();
+  bool layer_resident(int layer) const { return missing_[layer].load() == 0; }
+  const DiskTierFile* disk() const { return disk_.get(); }
+
+ private:
+  void run_moves(const std::vector<TierMove>& moves);
+  uint8_t* device_at(size_t offset) { return device_.data() + offset; }
+
+  TierLayout layout_;
+  std::vector<StateTensor*> tensors_;   // per state id
+  Buffer<uint8_t> device_, host_;
+  std::unique_ptr<DiskTierFile> disk_;
+  TierPlanner planner_;
+  std::unique_ptr<std::atomic<int>[]> missing_;   // per layer: states not on the device
+  // Written by the staging lane; read by take_stats() after the executor finished the plan.
+  size_t device_used_ = 0, device_peak_ = 0;
+  TierStats moved_;
+};
+
+}  // namespace asteria

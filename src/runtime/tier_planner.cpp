@@ -1,0 +1,161 @@
+#include "runtime/tier_planner.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.hpp"
+
+namespace asteria {
+
+TierPlanner::TierPlanner(const TierLayout& layout)
+    : layout_(layout),
+      num_layers_(layout.num_layers()),
+      distance_(layout.options.prefetch_distance),
+      cache_(layout.device_cache_bytes),
+      offset_(layout.states.size(), -1),
+      load_op_(layout.num_layers(), -1) {
+  for (size_t id = 0; id < layout.states.size(); ++id)
+    if (layout.states[id].home == Tier::Device) offset_[id] = static_cast<int64_t>(layout.states[id].home_offset);
+}
+
+std::vector<TierMove>& TierPlanner::next_move_list() {
+  if (moves_used_ == moves_.size()) moves_.emplace_back();
+  std::vector<TierMove>& list = moves_[moves_used_++];
+  list.clear();
+  return list;
+}
+
+void TierPlanner::micro_begin(PlanBuilder& b, int micro) {
+  if (micro != 0 || !layout_.moves()) return;
+  moves_used_ = 0;
+  std::fill(load_op_.begin(), load_op_.end(), -1);
+  // The first uses of the optimizer are prefetched while forward and backward run.
+  for (int use = 0; use < std::min(distance_, num_layers_); ++use) ensure(b, use, 0);
+}
+
+void TierPlanner::optimizer(PlanBuilder& b, int layer) {
+  if (!layout_.moves()) return;
+  const int use = num_layers_ - 1 - layer;
+  ASTERIA_ASSERT(layer_at_use(num_layers_, use) == layer, "optimizer order");
+  if (distance_ == 0) ensure(b, use, use);
+  if (distance_ > 0 && use + distance_ < num_layers_) ensure(b, use + distance_, use);
+  if (load_op_[use] < 0) return;
+  Op wait;
+  wait.kind = OpKind::TierWait;
+  wait.layer = layer;
+  wait.deps = {load_op_[use]};
+  b.add(std::move(wait));
+}
+
+int TierPlanner::pick_victim(int use, int current) const {
+  int best = -1;
+  int best_next = -1;
+  for (size_t id = 0; id < offset_.size(); ++id) {
+    const TierState& s = layout_.states[id];
+    if (offset_[id] < 0 || s.home == Tier::Device) continue;
+    const int u = num_layers_ - 1 - s.layer;                  // its use in every step
+    const int next = u >= current ? u : u + num_layers_;      // its next use from now
+    if (next <= use) continue;                                // needed before (or by) this use
+    const bool better = next > best_next ||
+                        (next == best_next && s.slot > layout_.states[best].slot);   // ties: larger first
+    if (better) {
+      best = static_cast<int>(id);
+      best_next = next;
+    }
+  }
+  return best;
+}
+
+void TierPlanner::ensure(PlanBuilder& b, int use, int current) {
+  const int layer = layer_at_use(num_layers_, use);
+  // The layer's states not on the device, largest first (packs best).
+  std::vector<int>& need = need_;
+  need.clear();
+  for (int id : layout_.by_layer[layer])
+    if (offset_[id] < 0) need.push_back(id);
+  if (need.empty()) return;
+  std::stable_sort(need.begin(), need.end(),
+                   [&](int a, int b) { return layout_.states[a].slot > layout_.states[b].slot; });
+  // Place them all at once; while that fails, evict the resident state used furthest ahead and
+  // retry (so evictions happen only when needed, and a layer is never split by fragmentation
+  // that evicting more could cure).
+  std::vector<size_t>& at = at_;
+  // Move lists by index: next_move_list() may reallocate moves_.
+  int64_t evict_tag = -1, load_tag = -1;
+  const size_t base = layout_.device_home_bytes;
+  for (;;) {
+    at.clear();
+    for (int id : need) {
+      std::optional<size_t> a = cache_.allocate(layout_.states[id].slot);
+      if (!a) break;
+      at.push_back(*a);
+    }
+    if (at.size() == need.size()) break;
+    for (size_t k = 0; k < at.size(); ++k) cache_.release(at[k], layout_.states[need[k]].slot);
+    const int victim = pick_victim(use, current);
+    if (victim < 0)
+      fail("the device tier's cache (", layout_.device_cache_bytes, " bytes) cannot hold the optimizer state "
+           "of the layers in flight at use ", use, " (layer ", layer, "): its free space is too small or "
+           "fragmented; raise runtime.tiers.device.bytes or lower runtime.tiers.prefetch_distance");
+    if (evict_tag < 0) {
+      next_move_list();
+      evict_tag = static_cast<int64_t>(moves_used_ - 1);
+    }
+    const size_t off = static_cast<size_t>(offset_[victim]);
+    moves_[evict_tag].push_back({TierMove::Kind::Evict, victim, off});
+    cache_.release(off - base, layout_.states[victim].slot);
+    offset_[victim] = -1;
+  }
+  next_move_list();
+  load_tag = static_cast<int64_t>(moves_used_ - 1);
+  for (size_t k = 0; k < need.size(); ++k) {
+    offset_[need[k]] = static_cast<int64_t>(base + at[k]);
+    moves_[load_tag].push_back({TierMove::Kind::Load, need[k], base + at[k]});
+  }
+  int evict_op = -1;
+  if (evict_tag >= 0) {
+    Op op;
+    op.kind = OpKind::TierEvict;
+    op.lane = Lane::Staging;
+    op.tag = evict_tag;
+    // Its victims' last use (an earlier optim_step) has finished: the executor only enqueues a
+    // staging op once the compute ops before it ran. The dependency says so explicitly.
+    const int last_step = b.find(OpKind::OptimStep);
+    if (last_step >= 0) op.deps = {last_step};
+    evict_op = b.add(std::move(op));
+  }
+  if (load_tag >= 0) {
+    Op op;
+    op.kind = OpKind::TierPrefetch;
+    op.lane = Lane::Staging;
+    op.layer = layer;
+    op.tag = load_tag;
+    if (evict_op >= 0) op.deps = {evict_op};
+    load_op_[use] = b.add(std::move(op));
+  }
+}
+
+std::string TierPlanner::describe(const Op& op) const {
+  if (op.kind != OpKind::TierEvict && op.kind != OpKind::TierPrefetch) return "";
+  size_t count[kNumTiers] = {}, bytes[kNumTiers] = {};
+  for (const TierMove& m : moves(op.tag)) {
+    const TierState& s = layout_.states[m.state];
+    ++count[static_cast<int>(s.home)];
+    bytes[static_cast<int>(s.home)] += s.spec.bytes();
+  }
+  std::string out;
+  for (int t = 1; t < kNumTiers; ++t) {
+    if (!count[t]) continue;
+    char line[128];
+    if (op.kind == OpKind::TierPrefetch)
+      std::snprintf(line, sizeof line, "%s%zu state(s) %.2f MiB %s->device", out.empty() ? "" : "; ", count[t],
+                    bytes[t] / 1048576.0, to_string(static_cast<Tier>(t)));
+    else
+      std::snprintf(line, sizeof line, "%s%zu state(s) %.2f MiB device->%s", out.empty() ? "" : "; ", count[t],
+                    bytes[t] / 1048576.0, to_string(static_cast<Tier>(t)));
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace asteria

@@ -1,0 +1,71 @@
+#pragma once
+// The tiered state manager's ops in each step's plan (DESIGN.md "The plan": tiers prefetch and
+// evict, placed by next use).
+//
+// The optimizer steps layers in a fixed order every step (uses 0 .. L-1 = layers L-1 .. 0), so
+// the next use of every state is known when the plan is built. The planner simulates the device
+// tier's cache region at plan time and decides every move and every address:
+//   - the states of use i are prefetched d = prefetch_distance uses ahead: at the start of the
+//     step (during forward/backward) for i < d, else right before use i - d;
+//   - a prefetch that finds the cache full first evicts the resident state whose next use is
+//     furthest away (Belady's choice, optimal for a known sequence), never one needed by a use
+//     up to i (those are in flight);
+//   - tier_evict (staging) writes the victims back to their home tier, tier_prefetch (staging)
+//     loads the layer's states, and tier_wait (compute) before optim_step(layer) waits for the
+//     load: its wait is the tier stall.
+// The executor runs the staging ops in plan order, so the tier manager (tier_manager.hpp)
+// replays exactly the planned moves and the device tier never holds more than its budget.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/offset_allocator.hpp"
+#include "runtime/plan_builder.hpp"
+#include "runtime/tier_layout.hpp"
+
+namespace asteria {
+
+struct TierMove {
+  enum class Kind : uint8_t { Load, Evict };
+  Kind kind = Kind::Load;
+  int state = -1;
+  size_t device_offset = 0;   // in the device arena
+};
+
+class TierPlanner final : public PlanContributor {
+ public:
+  explicit TierPlanner(const TierLayout& layout);
+
+  void micro_begin(PlanBuilder& b, int micro) override;
+  void optimizer(PlanBuilder& b, int layer) override;
+
+  const TierLayout& layout() const { return layout_; }
+  // The moves of a tier_evict / tier_prefetch op (its tag) of the plan built last.
+  const std::vector<TierMove>& moves(int64_t tag) const { return moves_[static_cast<size_t>(tag)]; }
+  // What a tier op moves, in words (for --print-plan); "" for other ops.
+  std::string describe(const Op& op) const;
+  // Device-arena offset each state will have once the plan built last has run (-1: not on the
+  // device); bytes of the cache region in use then.
+  int64_t planned_offset(int state) const { return offset_[state]; }
+  size_t planned_cache_bytes() const { return cache_.used(); }
+
+ private:
+  // Makes the states of use `use` device-resident, evicting as needed; `current` is the first
+  // use of this step that has not finished (it may be running while the moves run).
+  void ensure(PlanBuilder& b, int use, int current);
+  int pick_victim(int use, int current) const;
+  std::vector<TierMove>& next_move_list();
+
+  const TierLayout& layout_;
+  int num_layers_;
+  int distance_;
+  OffsetAllocator cache_;                 // the cache region, offsets from its start
+  std::vector<int64_t> offset_;           // per state: device-arena offset, -1 when not on the device
+  std::vector<std::vector<TierMove>> moves_;   // per tier op of the current plan (capacity reused)
+  size_t moves_used_ = 0;
+  std::vector<int> load_op_;              // per use of the current plan: its tier_prefetch op, or -1
+  std::vector<int> need_;                 // ensure()'s scratch
+  std::vector<size_t> at_;
+};
+
+}  // namespace asteria

@@ -1,0 +1,45 @@
+#include "train/tier_config.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "model/model.hpp"
+#include "runtime/tier_planner.hpp"
+#include "train/optimizer_factory.hpp"
+
+namespace asteria {
+
+TierOptions tier_options(const Config& cfg) {
+  const TiersConfig& t = cfg.runtime.tiers;
+  TierOptions o;
+  o.budget = {parse_byte_size(t.device.bytes), parse_byte_size(t.host.bytes), parse_byte_size(t.disk.bytes)};
+  o.prefetch_distance = t.prefetch_distance;
+  return o;
+}
+
+std::string disk_tier_file(const Config& cfg) {
+  const std::filesystem::path dir =
+      cfg.runtime.tiers.disk.path.empty() ? std::filesystem::path(cfg.run.dir) / "tiers"
+                                          : std::filesystem::path(cfg.runtime.tiers.disk.path);
+  return (dir / ("state-" + std::to_string(::getpid()) + ".bin")).string();
+}
+
+TierLayout configured_tier_layout(const Config& cfg) {
+  try {
+    TierLayout layout = place_states(optimizer_state_specs(cfg.optim, model_param_tables(cfg.model)), tier_options(cfg));
+    // Plan the moves of a few steps now, so that a cache too small for them fails at startup.
+    // Every step uses the layers in the same order, so the moves repeat from the second step on.
+    TierPlanner planner(layout);
+    PlanBuilder builder;
+    builder.add_contributor(&planner);
+    Plan plan;
+    for (int64_t step = 1; step <= 3; ++step) builder.build({step, layout.num_layers(), 1}, plan);
+    return layout;
+  } catch (const Error& e) {
+    fail(cfg.source, ": runtime.tiers: ", e.what());
+  }
+}
+
+}  // namespace asteria

@@ -1,0 +1,17 @@
+#pragma once
+// The tiered state manager's settings resolved from the config (runtime.tiers).
+#include <string>
+
+#include "runtime/tier_layout.hpp"
+#include "train/config.hpp"
+
+namespace asteria {
+
+TierOptions tier_options(const Config& cfg);
+// The disk tier's file of this process: <runtime.tiers.disk.path or run.dir/tiers>/state-<pid>.bin.
+std::string disk_tier_file(const Config& cfg);
+// The placement of the configured optimizer's state (no optimizer is built); errors are
+// prefixed with the config's source.
+TierLayout configured_tier_layout(const Config& cfg);
+
+}  // namespace asteria
