@@ -63,7 +63,7 @@ std::string Plan::describe(const std::vector<std::string>& layer_names,
      << " micro-batch(es)\n";
   for (const Op& op : ops) {
     char head[96];
-    std::snprintf(head, sizeof head, "%4d  %-8s %-11s %-12s", op.id, to_string(op.lane),
+    std::snprintf(head, sizeof head, "%4d  %-8s %-13s %-12s", op.id, to_string(op.lane),
                   to_string(op.kind), layer_name(op.layer).c_str());
     os << head;
     if (op.micro >= 0) os << " micro=" << op.micro;

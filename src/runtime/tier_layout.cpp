@@ -42,7 +42,17 @@ size_t cache_need(const std::vector<size_t>& visiting_per_layer, int distance) {
 
 }  // namespace
 
-TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options) {
+size_t tier_cache_need(const std::vector<std::vector<StateSpec>>& specs, int prefetch_distance) {
+  std::vector<size_t> per_layer;
+  for (const std::vector<StateSpec>& layer : specs) {
+    per_layer.push_back(0);
+    for (const StateSpec& s : layer) per_layer.back() += page_round(s.bytes());
+  }
+  return cache_need(per_layer, prefetch_distance);
+}
+
+TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options,
+                        size_t cache_slack) {
   ASTERIA_CHECK(options.prefetch_distance >= 0, "runtime.tiers.prefetch_distance must be >= 0");
   TierLayout t;
   t.options = options;
@@ -84,19 +94,20 @@ TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const 
     }
     return t;
   }
-  const size_t min_cache = cache_need(visiting, options.prefetch_distance);
+  const size_t min_cache = cache_need(visiting, options.prefetch_distance) + cache_slack;
   if (min_cache > device_budget) {
     fail("runtime.tiers.device.bytes is ", bytes_text(device_budget), ", but the optimizer state of ",
          std::min(L, options.prefetch_distance + 1), " layer(s) in flight (runtime.tiers.prefetch_distance ",
-         options.prefetch_distance, " + 1) needs ", bytes_text(min_cache),
-         " of device memory; raise the device budget to at least that or lower the prefetch distance");
+         options.prefetch_distance, " + 1) needs ", bytes_text(min_cache), " of device memory",
+         cache_slack ? " (with room for the cache's fragmentation)" : "",
+         "; raise the device budget to at least that or lower the prefetch distance");
   }
   // Device: hot states (written every step, so pinning them saves the most moves), while the
   // cache still fits.
   for (int id : in_order({StateClass::Hot})) {
     TierState& s = t.states[id];
     visiting[s.layer] -= s.slot;
-    if (t.device_home_bytes + s.slot + cache_need(visiting, options.prefetch_distance) <= device_budget) {
+    if (t.device_home_bytes + s.slot + cache_need(visiting, options.prefetch_distance) + cache_slack <= device_budget) {
       s.home = Tier::Device;
       s.home_offset = t.device_home_bytes;
       t.device_home_bytes += s.slot;
@@ -157,7 +168,8 @@ std::string TierLayout::describe() const {
   }
   const size_t used[kNumTiers] = {device_home_bytes + device_cache_bytes, host_bytes, disk_bytes};
   for (int tier = 0; tier < kNumTiers; ++tier) {
-    os << "  " << to_string(static_cast<Tier>(tier)) << ": " << mib(static_cast<double>(used[tier]))
+    const std::string label = std::string(to_string(static_cast<Tier>(tier))) + ":";
+    os << "  " << label << std::string(8 - label.size(), ' ') << mib(static_cast<double>(used[tier]))
        << " of budget " << bytes_text(options.budget[tier]);
     if (tier == 0 && device_cache_bytes > 0)
       os << "; of it " << bytes_text(device_cache_bytes) << " is the cache for states homed below";

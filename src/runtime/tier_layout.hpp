@@ -65,8 +65,16 @@ struct TierLayout {
 // The optimizer order of a step: layers L-1 .. 0 (PlanBuilder's optimizer walk).
 inline int layer_at_use(int num_layers, int use) { return num_layers - 1 - use; }
 
+// Bytes the device cache needs for the layers in flight when every state visits it: the most,
+// over prefetch_distance + 1 consecutive layers of the optimizer order, of their page-rounded
+// state.
+size_t tier_cache_need(const std::vector<std::vector<StateSpec>>& specs, int prefetch_distance);
+
 // Places the states (specs[l]: layer l's states). Throws asteria::Error when the budgets
-// cannot hold them, saying how many bytes each tier would need.
-TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options);
+// cannot hold them, saying how many bytes each tier would need. cache_slack: device bytes the
+// cache region keeps beyond what the layers in flight need (room lost to fragmentation; see
+// place_and_plan_states in tier_planner.hpp, which chooses it).
+TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options,
+                        size_t cache_slack = 0);
 
 }  // namespace asteria

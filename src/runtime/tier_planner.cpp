@@ -158,4 +158,49 @@ std::string TierPlanner::describe(const Op& op) const {
   return out;
 }
 
+namespace {
+
+// Whether the planner can serve every step of this layout (see place_and_plan_states).
+bool plans(const TierLayout& layout) {
+  if (!layout.moves()) return true;
+  TierPlanner planner(layout);
+  PlanBuilder builder;
+  builder.add_contributor(&planner);
+  Plan plan;
+  try {
+    for (int64_t step = 1; step <= 3; ++step) builder.build({step, layout.num_layers(), 1}, plan);
+  } catch (const Error&) {
+    return false;   // the cache's free space was too fragmented for a layer in flight
+  }
+  return true;
+}
+
+}  // namespace
+
+TierLayout place_and_plan_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options) {
+  size_t slack = 0;
+  for (;; slack = slack ? 2 * slack : kTierPage) {
+    TierLayout layout;
+    try {
+      layout = place_states(specs, options, slack);
+    } catch (const Error&) {
+      if (slack == 0) throw;   // too small even without fragmentation: that error says by how much
+      break;
+    }
+    if (plans(layout)) return layout;
+  }
+  // Fragmentation needs more device memory than the budget: find how much would do.
+  const size_t in_flight = tier_cache_need(specs, options.prefetch_distance);
+  TierOptions more = options;
+  for (;; slack *= 2) {
+    more.budget[0] = in_flight + slack;
+    if (plans(place_states(specs, more, slack))) break;
+  }
+  fail("runtime.tiers.device.bytes is ", options.budget[0], " bytes: the optimizer state of the ",
+       std::min<int>(static_cast<int>(specs.size()), options.prefetch_distance + 1),
+       " layer(s) in flight (runtime.tiers.prefetch_distance ", options.prefetch_distance, " + 1) is ", in_flight,
+       " bytes, but its loads fragment the device cache so that it needs ", more.budget[0],
+       " bytes; raise the device budget to at least that or lower the prefetch distance");
+}
+
 }  // namespace asteria

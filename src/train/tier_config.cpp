@@ -28,15 +28,7 @@ std::string disk_tier_file(const Config& cfg) {
 
 TierLayout configured_tier_layout(const Config& cfg) {
   try {
-    TierLayout layout = place_states(optimizer_state_specs(cfg.optim, model_param_tables(cfg.model)), tier_options(cfg));
-    // Plan the moves of a few steps now, so that a cache too small for them fails at startup.
-    // Every step uses the layers in the same order, so the moves repeat from the second step on.
-    TierPlanner planner(layout);
-    PlanBuilder builder;
-    builder.add_contributor(&planner);
-    Plan plan;
-    for (int64_t step = 1; step <= 3; ++step) builder.build({step, layout.num_layers(), 1}, plan);
-    return layout;
+    return place_and_plan_states(optimizer_state_specs(cfg.optim, model_param_tables(cfg.model)), tier_options(cfg));
   } catch (const Error& e) {
     fail(cfg.source, ": runtime.tiers: ", e.what());
   }

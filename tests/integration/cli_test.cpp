@@ -26,7 +26,7 @@ TEST(Cli, DryRunReportsParamsMemoryAndFlops) {
 TEST(Cli, PrintPlanListsOpsPerLayer) {
   std::string out;
   ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/tiny-adamw.yaml --set train.grad_accum=2 --print-plan", &out)) << out;
-  EXPECT_NE(out.find("backward    blocks.1     micro=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("backward      blocks.1     micro=1"), std::string::npos) << out;
   EXPECT_NE(out.find("clip_grads"), std::string::npos);
 }
 
@@ -47,4 +47,30 @@ TEST(Cli, BadInputExitsNonZeroWithMessage) {
   EXPECT_NE(0, run_command(kTrain + " --bogus-flag", &out));
   EXPECT_EQ(0, run_command(kTrain + " --help", &out));
   EXPECT_NE(out.find("--print-plan"), std::string::npos);
+}
+
+TEST(Cli, DryRunPrintsTheTierPlacement) {
+  std::string out;
+  ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.tiers.device.bytes=4MiB "
+                               "--set runtime.tiers.host.bytes=1MiB --set runtime.tiers.prefetch_distance=0 --dry-run", &out)) << out;
+  EXPECT_NE(out.find("optimizer state placement"), std::string::npos) << out;
+  for (const char* row : {"hot", "warm", "cold", "device:", "host:", "disk:"}) EXPECT_NE(out.find(row), std::string::npos) << row;
+  EXPECT_NE(out.find("of budget 1048576 bytes"), std::string::npos) << out;
+  // Too small for every tier: refused before anything runs, with the bytes each tier would need.
+  EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.tiers.device.bytes=4MiB "
+                               "--set runtime.tiers.host.bytes=1MiB --set runtime.tiers.disk.bytes=1MiB --set runtime.tiers.prefetch_distance=0 --dry-run", &out));
+  EXPECT_NE(out.find("runtime.tiers.disk.bytes to at least"), std::string::npos) << out;
+  EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.tiers.device.bytes=64KiB --dry-run", &out));
+  EXPECT_NE(out.find("runtime.tiers.device.bytes is"), std::string::npos) << out;
+}
+
+TEST(Cli, PrintPlanShowsTierMoves) {
+  std::string out;
+  ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.tiers.device.bytes=4MiB "
+                               "--set runtime.tiers.host.bytes=1MiB --set runtime.tiers.prefetch_distance=0 --print-plan", &out)) << out;
+  EXPECT_NE(out.find("tier_prefetch"), std::string::npos) << out;
+  EXPECT_NE(out.find("tier_evict"), std::string::npos) << out;
+  EXPECT_NE(out.find("tier_wait"), std::string::npos) << out;
+  EXPECT_NE(out.find("disk->device"), std::string::npos) << out;
+  EXPECT_NE(out.find("device->host"), std::string::npos) << out;
 }

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/error.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/plan_builder.hpp"
 #include "train/step_plan.hpp"
@@ -78,7 +79,7 @@ TEST(Plan, DependenciesComeFirstAndOrderLayers) {
 TEST(Plan, DescribeNamesLayers) {
   Plan p = build(3, 1);
   std::string s = p.describe({"embed", "blocks.0", "head"});
-  EXPECT_NE(s.find("compute  forward     blocks.0     micro=0"), std::string::npos) << s;
+  EXPECT_NE(s.find("compute  forward       blocks.0     micro=0"), std::string::npos) << s;
   EXPECT_NE(s.find("optim_step  embed "), std::string::npos) << s;
   EXPECT_NE(s.find("writes=params(head),optim(head),grads(head)"), std::string::npos) << s;
 }
@@ -182,4 +183,43 @@ TEST(Executor, StagingOpsRunInOrderAndHostOpsOnTheWorkerPool) {
   EXPECT_NE(host_thread, main_thread);
   EXPECT_NE(host_thread, staging_thread);
   EXPECT_GT(ex.compute_wait_seconds(), 0.005);  // the publish_wait stalled on the snapshot
+}
+
+TEST(Executor, StagingOpErrorSurfacesFromRunAndLaterStagingOpsAreSkipped) {
+  // A failed tier move (say a corrupt disk page) must end the step with its error, not
+  // terminate the process or let a compute op use what was not loaded.
+  Executor ex;
+  Plan p;
+  auto add = [&](OpKind k, Lane lane, std::vector<int> deps) {
+    Op op;
+    op.id = static_cast<int>(p.ops.size());
+    op.kind = k;
+    op.lane = lane;
+    op.deps = std::move(deps);
+    p.ops.push_back(op);
+  };
+  add(OpKind::TierPrefetch, Lane::Staging, {});   // 0: fails
+  add(OpKind::TierPrefetch, Lane::Staging, {});   // 1: must not run
+  add(OpKind::TierWait, Lane::Compute, {0});      // 2: must not run
+  std::atomic<int> prefetches{0};
+  bool waited = false;
+  ex.bind(OpKind::TierPrefetch, [&](const Op& op) {
+    ++prefetches;
+    if (op.id == 0) throw Error("disk tier: state 'x' failed its checksum");
+  });
+  ex.bind(OpKind::TierWait, [&](const Op&) { waited = true; });
+  try {
+    ex.run(p);
+    FAIL() << "the staging error was swallowed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("state 'x' failed its checksum"), std::string::npos);
+  }
+  EXPECT_EQ(prefetches.load(), 1);
+  EXPECT_FALSE(waited);
+  // The executor is usable again after the error.
+  p.ops.resize(1);
+  p.ops[0].lane = Lane::Compute;
+  ex.bind(OpKind::TierPrefetch, [&](const Op&) { ++prefetches; });
+  ex.run(p);
+  EXPECT_EQ(prefetches.load(), 2);
 }

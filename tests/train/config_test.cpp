@@ -1,6 +1,8 @@
 // Config loading: presets, overrides, every error path names the key and where it came from.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "core/error.hpp"
 #include "train/config.hpp"
 
@@ -166,4 +168,24 @@ TEST(Config, OptimizerNameSetsItsDefaults) {
 
 TEST(Config, MissingFileIsAnError) {
   expect_error([] { load_config("/nonexistent/cfg.yaml"); }, {"cannot open config file '/nonexistent/cfg.yaml'"});
+}
+
+TEST(Config, TierBudgetsAreByteSizes) {
+  Config c = load_config_text(kBase, "base.yaml",
+                              {"runtime.tiers.device.bytes=1.5GiB", "runtime.tiers.host.bytes=64 MiB",
+                               "runtime.tiers.disk.bytes=unlimited", "runtime.tiers.prefetch_distance=3"});
+  EXPECT_EQ(parse_byte_size(c.runtime.tiers.device.bytes), 1610612736u);
+  EXPECT_EQ(parse_byte_size(c.runtime.tiers.host.bytes), 67108864u);
+  EXPECT_EQ(parse_byte_size(c.runtime.tiers.disk.bytes), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(c.runtime.tiers.prefetch_distance, 3);
+  EXPECT_EQ(parse_byte_size("4096"), 4096u);
+  EXPECT_EQ(parse_byte_size("2KB"), 2000u);
+  expect_error([] { load_config_text("runtime:\n  tiers:\n    host:\n      bytes: 12 parsecs\n", "f.yaml"); },
+               {"f.yaml:4", "runtime.tiers.host.bytes", "12 parsecs"});
+  expect_error([] { load_config_text(kBase, "base.yaml", {"runtime.tiers.device.bytes=-1MiB"}); },
+               {"--set runtime.tiers.device.bytes=-1MiB"});
+  expect_error([] { load_config_text(kBase, "base.yaml", {"runtime.tiers.prefetch_distance=-1"}); },
+               {"runtime.tiers.prefetch_distance"});
+  expect_error([] { load_config_text(kBase, "base.yaml", {"runtime.tiers.disk.size=1GiB"}); },
+               {"unknown key 'runtime.tiers.disk.size'"});
 }

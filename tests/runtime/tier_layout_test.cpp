@@ -1,0 +1,126 @@
+// Placement of optimizer state in the device, host and disk tiers (runtime/tier_layout.hpp).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "runtime/tier_layout.hpp"
+
+using namespace asteria;
+
+namespace {
+
+// `layers` layers, each with one hot state of `hot_pages` pages and one warm state of
+// `warm_pages` pages.
+std::vector<std::vector<StateSpec>> specs(int layers, size_t hot_pages, size_t warm_pages) {
+  std::vector<std::vector<StateSpec>> s(layers);
+  for (int l = 0; l < layers; ++l) {
+    s[l].push_back({"l" + std::to_string(l) + ".hot", hot_pages * kTierPage / 4, StateClass::Hot});
+    s[l].push_back({"l" + std::to_string(l) + ".warm", warm_pages * kTierPage / 4, StateClass::Warm});
+  }
+  return s;
+}
+
+TierOptions budgets(uint64_t device, uint64_t host, uint64_t disk, int distance = 1) {
+  TierOptions o;
+  o.budget = {device, host, disk};
+  o.prefetch_distance = distance;
+  return o;
+}
+
+std::string error_of(const std::vector<std::vector<StateSpec>>& s, const TierOptions& o) {
+  try {
+    place_states(s, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+size_t bytes_homed(const TierLayout& t, Tier tier) {
+  size_t b = 0;
+  for (const TierState& s : t.states)
+    if (s.home == tier) b += s.slot;
+  return b;
+}
+
+}  // namespace
+
+TEST(TierLayout, EverythingOnTheDeviceWhenItFits) {
+  TierLayout t = place_states(specs(4, 2, 3), budgets(kUnbounded, 0, 0));
+  ASSERT_EQ(t.states.size(), 8u);
+  for (const TierState& s : t.states) EXPECT_EQ(s.home, Tier::Device);
+  EXPECT_EQ(t.device_home_bytes, 4 * 5 * kTierPage);
+  EXPECT_FALSE(t.moves());
+  // Exactly the bytes it needs is enough too.
+  TierLayout exact = place_states(specs(4, 2, 3), budgets(4 * 5 * kTierPage, 0, 0));
+  EXPECT_FALSE(exact.moves());
+  EXPECT_EQ(bytes_homed(exact, Tier::Device), 4 * 5 * kTierPage);
+}
+
+TEST(TierLayout, SlotsArePageRoundedAndDisjoint) {
+  std::vector<std::vector<StateSpec>> s = {{{"a", 1, StateClass::Hot}, {"b", 1025, StateClass::Warm}}};
+  TierLayout t = place_states(s, {});
+  ASSERT_EQ(t.states.size(), 2u);
+  EXPECT_EQ(t.states[0].slot, kTierPage);
+  EXPECT_EQ(t.states[1].slot, 2 * kTierPage);
+  EXPECT_EQ(t.states[1].home_offset, kTierPage);
+}
+
+TEST(TierLayout, HotStatesOnTheDeviceWarmOnTheHostRestOnDisk) {
+  // 6 layers of 2 hot + 3 warm pages = 30 pages. Distance 1: the cache holds 2 layers in flight.
+  // Device 20 pages: all 12 hot pages homed, leaving 8 pages >= 2 layers of warm (6 pages).
+  // Host 9 pages: 3 of the 6 warm states; the rest go to disk.
+  TierLayout t = place_states(specs(6, 2, 3), budgets(20 * kTierPage, 9 * kTierPage, kUnbounded));
+  for (const TierState& s : t.states) {
+    if (s.spec.cls == StateClass::Hot) EXPECT_EQ(s.home, Tier::Device) << s.spec.name;
+    else EXPECT_NE(s.home, Tier::Device) << s.spec.name;
+  }
+  EXPECT_EQ(bytes_homed(t, Tier::Host), 9 * kTierPage);
+  EXPECT_EQ(bytes_homed(t, Tier::Disk), 9 * kTierPage);
+  EXPECT_EQ(t.disk_bytes, 3 * disk_slot_bytes(3 * kTierPage));   // a header page per state
+  EXPECT_EQ(t.device_home_bytes, 12 * kTierPage);
+  EXPECT_EQ(t.device_cache_bytes, 8 * kTierPage);
+  EXPECT_LE(t.device_home_bytes + t.device_cache_bytes, 20 * kTierPage);
+  // The states used first by the optimizer (the last layers) get the host.
+  EXPECT_EQ(t.states[t.by_layer[5][1]].home, Tier::Host);
+  EXPECT_EQ(t.states[t.by_layer[0][1]].home, Tier::Disk);
+  // The table by class agrees.
+  EXPECT_EQ(t.by_class[static_cast<int>(StateClass::Hot)][0], 12 * kTierPage);
+  EXPECT_EQ(t.by_class[static_cast<int>(StateClass::Warm)][1], 9 * kTierPage);
+  EXPECT_EQ(t.by_class[static_cast<int>(StateClass::Warm)][2], 9 * kTierPage);
+  const std::string d = t.describe();
+  EXPECT_NE(d.find("warm"), std::string::npos);
+  EXPECT_NE(d.find("disk"), std::string::npos);
+}
+
+TEST(TierLayout, HotStatesGiveWayToTheCacheOfTheLayersInFlight) {
+  // Device 10 pages, distance 2: 3 layers of 5 pages in flight need 15 pages > 10: refused.
+  // Distance 1 needs 10 pages when nothing is homed on the device: every state visits.
+  EXPECT_NE(error_of(specs(6, 2, 3), budgets(10 * kTierPage, kUnbounded, kUnbounded, 2)).find("prefetch_distance"),
+            std::string::npos);
+  TierLayout t = place_states(specs(6, 2, 3), budgets(10 * kTierPage, kUnbounded, kUnbounded, 1));
+  EXPECT_EQ(t.device_home_bytes, 0u);
+  EXPECT_EQ(t.device_cache_bytes, 10 * kTierPage);
+  EXPECT_EQ(bytes_homed(t, Tier::Host), 30 * kTierPage);
+}
+
+TEST(TierLayout, TooLargeForEveryTierSaysTheBytesEachTierNeeds) {
+  const std::string e = error_of(specs(6, 2, 3), budgets(20 * kTierPage, 9 * kTierPage, 4 * kTierPage));
+  ASSERT_FALSE(e.empty());
+  // Disk would need 3 slots of (1 header + 3 data) pages; keeping it in memory needs 18 host pages.
+  EXPECT_NE(e.find(std::to_string(3 * disk_slot_bytes(3 * kTierPage))), std::string::npos) << e;
+  EXPECT_NE(e.find(std::to_string(18 * kTierPage)), std::string::npos) << e;
+  EXPECT_NE(e.find("runtime.tiers.disk.bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("runtime.tiers.host.bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("device"), std::string::npos) << e;
+  // The same with the disk big enough is accepted.
+  EXPECT_NO_THROW(place_states(specs(6, 2, 3), budgets(20 * kTierPage, 9 * kTierPage, 12 * kTierPage)));
+}
+
+TEST(TierLayout, DeviceTooSmallForOneLayerIsRefused) {
+  const std::string e = error_of(specs(3, 2, 3), budgets(4 * kTierPage, kUnbounded, kUnbounded, 0));
+  EXPECT_NE(e.find("runtime.tiers.device.bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find(std::to_string(5 * kTierPage)), std::string::npos) << e;
+}
