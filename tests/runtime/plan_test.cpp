@@ -80,14 +80,14 @@ TEST(Plan, DescribeNamesLayers) {
   Plan p = build(3, 1);
   std::string s = p.describe({"embed", "blocks.0", "head"});
   EXPECT_NE(s.find("compute  forward       blocks.0     micro=0"), std::string::npos) << s;
-  EXPECT_NE(s.find("optim_step  embed "), std::string::npos) << s;
+  EXPECT_NE(s.find("optim_step    embed "), std::string::npos) << s;
   EXPECT_NE(s.find("writes=params(head),optim(head),grads(head)"), std::string::npos) << s;
 }
 
 TEST(Plan, TiedHeadReadsAndWritesTheEmbedding) {
   Plan p = build(3, 1, /*tied=*/true);
   std::string s = p.describe({"embed", "blocks.0", "head"});
-  EXPECT_NE(s.find("backward    head         micro=0 after=3 reads=params(head),act(head),batch,params(embed) "
+  EXPECT_NE(s.find("backward      head         micro=0 after=3 reads=params(head),act(head),batch,params(embed) "
                    "writes=grads(head),grads(embed)"), std::string::npos) << s;
 }
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Issue-4 benchmark: the disk tier. SOAP with its optimizer state four times the device + host
+# budget (the rest on disk) against the same run with all state in memory: step time (mean over
+# steps after warm-up, relative to in-memory; target <= 1.2x), stall of the compute lane on tier
+# moves, bytes moved, and peak RSS against the budgets.
+#   bench/tiers.sh [STEPS] [THREADS]      (defaults 60 and 0 = all cores)
+# Two models:
+#   bench-small (4 blocks; one block's SOAP state is 39.5 MiB, a quarter of the whole state is
+#     43.5 MiB, so only prefetch distance 0 fits: device 40 MiB + host 3.5 MiB);
+#   bench-small with 12 blocks (490 MiB of state; device 120 MiB + host 2.5 MiB = a quarter),
+#     where the prefetch distance can be swept 0 .. 2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${1:-60}
+THREADS=${2:-0}
+OUT=${ASTERIA_BENCH_OUT:-bench/results/tiers-$(date +%Y%m%d-%H%M)}
+scripts/setup.sh >/dev/null
+scripts/prepare_data.sh 4096 >/dev/null
+mkdir -p "$OUT"
+py=/usr/bin/python3
+run() {  # NAME [SETS...]: trains, records peak RSS (KiB) from /usr/bin/time -v
+  local name=$1
+  shift
+  local sets=()
+  for s in "$@"; do sets+=(--set "$s"); done
+  /usr/bin/time -v -o "$OUT/$name.time" build/bin/asteria-train --config configs/bench-small-soap.yaml \
+    --set "run.dir=$OUT/$name" --set "train.steps=$STEPS" --set run.overwrite=true --set train.eval_every=0 \
+    --set data.eval= --set train.warmup_steps=10 --set "runtime.threads=$THREADS" \
+    --set "runtime.tiers.disk.path=$OUT/disk" "${sets[@]}" | tail -1
+}
+run small-memory
+run small-disk-d0 runtime.tiers.device.bytes=40MiB runtime.tiers.host.bytes=3.5MiB runtime.tiers.prefetch_distance=0
+deep=(model.n_layers=12)
+run deep-memory "${deep[@]}"
+for d in 0 1 2; do
+  run "deep-disk-d$d" "${deep[@]}" runtime.tiers.device.bytes=120MiB runtime.tiers.host.bytes=2.5MiB \
+    "runtime.tiers.prefetch_distance=$d"
+done
+# The state sizes, for the report.
+build/bin/asteria-train --config configs/bench-small-soap.yaml --dry-run | grep -A8 "state placement" > "$OUT/placement-small.txt"
+build/bin/asteria-train --config configs/bench-small-soap.yaml --set model.n_layers=12 --dry-run |
+  grep -A8 "state placement" > "$OUT/placement-deep.txt"
+
+$py - "$OUT" "$STEPS" <<'PY' | tee "$OUT/summary.txt"
+import json, pathlib, re, statistics, sys
+out, steps = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+skip = 8   # warm-up and the first eigendecompositions
+def load(name):
+    rows = [json.loads(l) for l in open(out / name / "metrics.jsonl")]
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", (out / f"{name}.time").read_text()).group(1))
+    body = [r for r in rows if r["step"] > skip]
+    t = [r["step_time_s"] for r in body]
+    moved = sum(sum(r["tier_moved_bytes"].values()) for r in body) / len(body)
+    return dict(mean=statistics.mean(t), median=statistics.median(t), max=max(t),
+                stall=statistics.mean(r["tier_stall_s"] for r in body),
+                staging=statistics.mean(r["tier_staging_s"] for r in body),
+                moved_mib=moved / 2**20, rss_mib=rss / 1024, tiers=body[-1]["tier_bytes"],
+                peak=max(r["tier_device_peak_bytes"] for r in body))
+def state_mib(name):
+    txt = (out / f"placement-{name}.txt").read_text()
+    return float(re.search(r"device:\s+([\d.]+) MiB", txt).group(1))
+summary = {}
+print(f"SOAP, {steps} steps, step statistics over steps > {skip}")
+for model, budget in (("small", (40, 3.5)), ("deep", (120, 2.5))):
+    base = load(f"{model}-memory")
+    state = state_mib(model)
+    print(f"\n{model}: optimizer state {state:.1f} MiB; budget device {budget[0]} + host {budget[1]} MiB "
+          f"= 1/{state / sum(budget):.2f} of it")
+    print(f"  {'run':16} {'mean s':>8} {'median':>8} {'max':>8} {'vs mem':>7} {'stall s':>8} {'staging s':>9} "
+          f"{'moved MiB':>9} {'dev peak MiB':>12} {'peak RSS MiB':>12}")
+    names = [f"{model}-memory"] + sorted(p.name for p in out.iterdir() if p.name.startswith(f"{model}-disk") and p.is_dir())
+    for n in names:
+        r = base if n == f"{model}-memory" else load(n)
+        r["ratio"] = r["mean"] / base["mean"]
+        summary[n] = r
+        print(f"  {n:16} {r['mean']:8.3f} {r['median']:8.3f} {r['max']:8.3f} {r['ratio']:6.2f}x {r['stall']:8.3f} "
+              f"{r['staging']:9.3f} {r['moved_mib']:9.1f} {r['peak'] / 2**20:12.1f} {r['rss_mib']:12.1f}")
+    for n in names[1:]:
+        saved = summary[f"{model}-memory"]["rss_mib"] - summary[n]["rss_mib"]
+        print(f"  {n}: peak RSS {saved:.1f} MiB below in-memory (state moved out of memory: "
+              f"{state - sum(budget):.1f} MiB); ratio {summary[n]['ratio']:.2f}x (target <= 1.2x)")
+(out / "summary.json").write_text(json.dumps(summary, indent=1))
+PY
+echo "threads=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}" | tee -a "$OUT/summary.txt"
+$py scripts/plot_metrics.py "$OUT"/small-memory "$OUT"/small-disk-d0 "$OUT"/deep-memory "$OUT"/deep-disk-d{0,1,2} \
+  --out "$OUT/plots" --labels small-memory,small-disk-d0,deep-memory,deep-disk-d0,deep-disk-d1,deep-disk-d2 >/dev/null
