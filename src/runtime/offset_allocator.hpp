@@ -1,6 +1,7 @@
 #pragma once
-// First-fit allocation of ranges in a fixed region [0, size): the device tier's cache region.
-// Adjacent free ranges are merged. Sizes and offsets are whatever the caller uses (here:
+// Best-fit allocation of ranges in a fixed region [0, size): the device tier's cache region.
+// The smallest free range that fits is used (first such on ties), which leaves the large
+// ranges whole for large states; adjacent free ranges are merged. Sizes and offsets are whatever the caller uses (here:
 // multiples of the tier page).
 #include <cstddef>
 #include <iterator>
@@ -16,15 +17,18 @@ class OffsetAllocator {
     if (size) free_[0] = size;
   }
   std::optional<size_t> allocate(size_t bytes) {
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second < bytes) continue;
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= bytes && (best == free_.end() || it->second < best->second)) best = it;
+    if (best == free_.end()) return std::nullopt;
+    {
+      auto it = best;
       const size_t offset = it->first, left = it->second - bytes;
       free_.erase(it);
       if (left) free_[offset + bytes] = left;
       used_ += bytes;
       return offset;
     }
-    return std::nullopt;
   }
   void release(size_t offset, size_t bytes) {
     used_ -= bytes;

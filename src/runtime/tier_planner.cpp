@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -160,46 +161,61 @@ std::string TierPlanner::describe(const Op& op) const {
 
 namespace {
 
-// Whether the planner can serve every step of this layout (see place_and_plan_states).
+// Whether the planner can serve every step of this layout (see place_and_plan_states). A step's
+// moves depend only on what the device cache holds when it starts, so once a step starts from a
+// cache seen before, the steps from there on repeat ones already planned.
 bool plans(const TierLayout& layout) {
   if (!layout.moves()) return true;
   TierPlanner planner(layout);
   PlanBuilder builder;
   builder.add_contributor(&planner);
   Plan plan;
+  std::set<std::vector<int64_t>> seen;
+  std::vector<int64_t> at_start(layout.states.size());
   try {
-    for (int64_t step = 1; step <= 3; ++step) builder.build({step, layout.num_layers(), 1}, plan);
+    for (int64_t step = 1; step <= 1000; ++step) {
+      for (size_t id = 0; id < at_start.size(); ++id) at_start[id] = planner.planned_offset(static_cast<int>(id));
+      if (!seen.insert(at_start).second) return true;
+      builder.build({step, layout.num_layers(), 1}, plan);
+    }
   } catch (const Error&) {
-    return false;   // the cache's free space was too fragmented for a layer in flight
+    // the cache's free space was too fragmented for a layer in flight
   }
-  return true;
+  return false;   // (or the moves did not settle into a cycle: more room makes them)
 }
 
 }  // namespace
 
 TierLayout place_and_plan_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options) {
-  size_t slack = 0;
-  for (;; slack = slack ? 2 * slack : kTierPage) {
-    TierLayout layout;
-    try {
-      layout = place_states(specs, options, slack);
-    } catch (const Error&) {
-      if (slack == 0) throw;   // too small even without fragmentation: that error says by how much
-      break;
-    }
-    if (plans(layout)) return layout;
-  }
-  // Fragmentation needs more device memory than the budget: find how much would do.
+  // Room beyond the layers in flight that the cache may keep: 0, then a page, doubling, and
+  // last all the device budget has beyond them (no hot state homed on the device).
   const size_t in_flight = tier_cache_need(specs, options.prefetch_distance);
-  TierOptions more = options;
-  for (;; slack *= 2) {
-    more.budget[0] = in_flight + slack;
-    if (plans(place_states(specs, more, slack))) break;
+  const uint64_t budget = options.budget[0];
+  const size_t most_room = budget == kUnbounded ? 0 : budget > in_flight ? budget - in_flight : 0;
+  size_t room = 0;
+  for (;;) {
+    TierLayout layout = place_states(specs, options, room);   // too small even for the layers in flight: throws
+    if (plans(layout)) return layout;
+    if (room >= most_room) break;
+    room = std::min(most_room, room ? 2 * room : kTierPage);
+  }
+  // Fragmentation needs more device memory than the budget: find the least that does.
+  auto works = [&](size_t r) {
+    TierOptions more = options;
+    more.budget[0] = in_flight + r;
+    return plans(place_states(specs, more, r));
+  };
+  size_t lo = room, hi = std::max(kTierPage, 2 * room);   // lo fails
+  while (!works(hi)) lo = hi, hi *= 2;
+  while (hi - lo > kTierPage) {                            // to a page
+    const size_t mid = page_round(lo + (hi - lo) / 2);
+    if (mid >= hi) break;
+    (works(mid) ? hi : lo) = mid;
   }
   fail("runtime.tiers.device.bytes is ", options.budget[0], " bytes: the optimizer state of the ",
        std::min<int>(static_cast<int>(specs.size()), options.prefetch_distance + 1),
        " layer(s) in flight (runtime.tiers.prefetch_distance ", options.prefetch_distance, " + 1) is ", in_flight,
-       " bytes, but its loads fragment the device cache so that it needs ", more.budget[0],
+       " bytes, but its loads fragment the device cache so that it needs ", in_flight + hi,
        " bytes; raise the device budget to at least that or lower the prefetch distance");
 }
 

@@ -68,11 +68,10 @@ class TierPlanner final : public PlanContributor {
   std::vector<size_t> at_;
 };
 
-// place_states, checked by planning a few steps: when the cache region's free space is too
-// fragmented to load the layers in flight, places again keeping more of the device budget for
-// the cache (slack doubling from one page) until the plan works, or fails with the device bytes
-// that would do. Every step uses the layers in the same order, so a plan that works for three
-// steps works for all (the moves repeat from the second step on).
+// place_states, checked by planning steps until they repeat (a step's moves depend only on what
+// the cache holds when it starts): when the cache region's free space is too fragmented to load
+// the layers in flight, places again keeping more of the device budget for the cache (slack
+// doubling from one page) until every step plans, or fails with the device bytes that would do.
 TierLayout place_and_plan_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options);
 
 }  // namespace asteria

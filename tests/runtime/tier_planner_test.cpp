@@ -34,6 +34,30 @@ TierLayout layout_of(const std::vector<std::vector<size_t>>& pages, size_t devic
   return place_states(warm_specs(pages), o);
 }
 
+// The device bytes a refusal of place_and_plan_states says would work.
+size_t bytes_that_work(const Error& e) {
+  const std::string m = e.what();
+  const size_t at = m.find("needs ");
+  EXPECT_NE(at, std::string::npos) << m;
+  return at == std::string::npos ? 0 : std::stoull(m.substr(at + 6));
+}
+
+// A layout the planner can serve at this device budget, or at the one its refusal names.
+TierLayout workable_layout(const std::vector<std::vector<size_t>>& pages, size_t device_pages, int distance,
+                           bool* refused = nullptr) {
+  TierOptions o;
+  o.budget = {device_pages * kTierPage, kUnbounded, kUnbounded};
+  o.prefetch_distance = distance;
+  try {
+    return place_and_plan_states(warm_specs(pages), o);
+  } catch (const Error& e) {
+    if (refused) *refused = true;
+    EXPECT_GT(bytes_that_work(e), o.budget[0]);
+    o.budget[0] = bytes_that_work(e);
+    return place_and_plan_states(warm_specs(pages), o);
+  }
+}
+
 // Builds `steps` plans and replays their tier ops on a model of the cache, checking every
 // invariant; returns the number of states loaded.
 struct Replay {
@@ -178,7 +202,7 @@ TEST(TierPlanner, EvictsFurthestNextUseAndStaysInBudgetWithPrefetch) {
   for (int distance : {0, 1, 2}) {
     for (size_t device : {12, 15, 20}) {
       SCOPED_TRACE("distance " + std::to_string(distance) + ", device " + std::to_string(device) + " pages");
-      TierLayout layout = layout_of(pages, device, distance);
+      TierLayout layout = workable_layout(pages, device, distance);
       ASSERT_TRUE(layout.moves());
       Replay r{layout};
       r.run(5);
@@ -249,24 +273,12 @@ TEST(TierPlanner, FragmentedCacheGetsRoomOrAnErrorWithTheBytesThatWork) {
     for (int distance : {1, 2, 3}) {
       ++tried;
       SCOPED_TRACE("config " + std::to_string(tried));
-      TierOptions o;
-      o.prefetch_distance = distance;
-      o.budget[0] = tier_cache_need(warm_specs(pages), distance);
-      TierLayout layout;
-      try {
-        layout = place_and_plan_states(warm_specs(pages), o);
-      } catch (const Error& e) {
-        ++refused;
-        const std::string m = e.what();
-        const size_t at = m.find("needs ");
-        ASSERT_NE(at, std::string::npos) << m;
-        const size_t works = std::stoull(m.substr(at + 6));
-        EXPECT_GT(works, o.budget[0]);
-        o.budget[0] = works;
-        layout = place_and_plan_states(warm_specs(pages), o);
-      }
+      bool refused_here = false;
+      TierLayout layout = workable_layout(pages, tier_cache_need(warm_specs(pages), distance) / kTierPage,
+                                          distance, &refused_here);
+      refused += refused_here;
       Replay r{layout};
-      r.run(4);
+      r.run(12);
     }
   }
   EXPECT_GT(refused, 0) << "no configuration fragmented: the test does not reach the refusal";
