@@ -147,13 +147,11 @@ std::string TierPlanner::describe(const Op& op) const {
   std::string out;
   for (int t = 1; t < kNumTiers; ++t) {
     if (!count[t]) continue;
+    const bool load = op.kind == OpKind::TierPrefetch;
+    const char* home = to_string(static_cast<Tier>(t));
     char line[128];
-    if (op.kind == OpKind::TierPrefetch)
-      std::snprintf(line, sizeof line, "%s%zu state(s) %.2f MiB %s->device", out.empty() ? "" : "; ", count[t],
-                    bytes[t] / 1048576.0, to_string(static_cast<Tier>(t)));
-    else
-      std::snprintf(line, sizeof line, "%s%zu state(s) %.2f MiB device->%s", out.empty() ? "" : "; ", count[t],
-                    bytes[t] / 1048576.0, to_string(static_cast<Tier>(t)));
+    std::snprintf(line, sizeof line, "%s%zu state(s) %.2f MiB %s->%s", out.empty() ? "" : "; ", count[t],
+                  bytes[t] / 1048576.0, load ? home : "device", load ? "device" : home);
     out += line;
   }
   return out;

@@ -3,14 +3,13 @@
 // bit-identical to native. For Shampoo, SOAP and KL-Shampoo.
 #include <gtest/gtest.h>
 
-#include <cstring>
-
-#include "test_util.hpp"
-#include "train/config.hpp"
-#include "train/trainer.hpp"
+#include "trainer_runs.hpp"
 
 using namespace asteria;
+using asteria::testing::same_bits;
+using asteria::testing::short_second_order_sets;
 using asteria::testing::TempDir;
+using asteria::testing::train_params;
 
 namespace {
 
@@ -23,29 +22,9 @@ class ShadowDeterminism : public ::testing::TestWithParam<const char*> {
 
   // Parameters of all layers after a short run with the given overrides.
   std::vector<float> train(std::vector<std::string> extra) {
-    std::vector<std::string> sets = {"data.train=" + dir_->file("train.bin"),
-                                     "run.dir=" + dir_->file("run"),
-                                     "run.overwrite=true",
-                                     "train.steps=14",
-                                     "train.micro_batch=4",
-                                     "train.warmup_steps=2",
-                                     std::string("optim.name=") + GetParam(),
-                                     "optim.lr=1e-2",
-                                     "optim.precondition_frequency=3",
-                                     "optim.start_preconditioning_step=2",
-                                     "optim.root_eps=1e-8",
-                                     "optim.kl_init_factor=1e-3"};
+    std::vector<std::string> sets = short_second_order_sets(*dir_, GetParam(), 14);
     sets.insert(sets.end(), extra.begin(), extra.end());
-    Config cfg = load_config_text("seed: 5\nmodel:\n  preset: tiny\n  n_layers: 1\n", "shadow.yaml", sets);
-    Trainer t(cfg);
-    t.run();
-    std::vector<float> all;
-    for (int l = 0; l < t.num_layers(); ++l) all.insert(all.end(), t.final_params(l).begin(), t.final_params(l).end());
-    return all;
-  }
-
-  static bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    return train_params(load_config_text("seed: 5\nmodel:\n  preset: tiny\n  n_layers: 1\n", "shadow.yaml", sets));
   }
 
   std::unique_ptr<TempDir> dir_;

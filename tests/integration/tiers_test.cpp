@@ -4,17 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
-#include "train/config.hpp"
 #include "train/tier_config.hpp"
-#include "train/trainer.hpp"
+#include "trainer_runs.hpp"
 
 using namespace asteria;
+using asteria::testing::same_bits;
+using asteria::testing::short_second_order_sets;
 using asteria::testing::TempDir;
+using asteria::testing::train_params;
 
 namespace {
 
@@ -26,28 +26,9 @@ class Tiers : public ::testing::TestWithParam<const char*> {
   }
 
   Config config(std::vector<std::string> extra) const {
-    std::vector<std::string> sets = {"data.train=" + dir_->file("train.bin"),
-                                     "run.dir=" + dir_->file("run"),
-                                     "run.overwrite=true",
-                                     "train.steps=10",
-                                     "train.micro_batch=4",
-                                     "train.warmup_steps=2",
-                                     std::string("optim.name=") + GetParam(),
-                                     "optim.lr=1e-2",
-                                     "optim.precondition_frequency=3",
-                                     "optim.start_preconditioning_step=2",
-                                     "optim.root_eps=1e-8",
-                                     "optim.kl_init_factor=1e-3"};
+    std::vector<std::string> sets = short_second_order_sets(*dir_, GetParam(), 10);
     sets.insert(sets.end(), extra.begin(), extra.end());
     return load_config_text("seed: 9\nmodel:\n  preset: tiny\n  n_layers: 2\n", "tiers.yaml", sets);
-  }
-
-  std::vector<float> train(const Config& cfg) {
-    Trainer t(cfg);
-    t.run();
-    std::vector<float> all;
-    for (int l = 0; l < t.num_layers(); ++l) all.insert(all.end(), t.final_params(l).begin(), t.final_params(l).end());
-    return all;
   }
 
   std::vector<nlohmann::json> metrics() const {
@@ -55,10 +36,6 @@ class Tiers : public ::testing::TestWithParam<const char*> {
     std::ifstream in(dir_->file("run") + "/metrics.jsonl");
     for (std::string line; std::getline(in, line);) recs.push_back(nlohmann::json::parse(line));
     return recs;
-  }
-
-  static bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
   }
 
   std::unique_ptr<TempDir> dir_;
@@ -91,14 +68,14 @@ TEST_P(Tiers, QuarterOnTheHostRestOnDiskIsBitIdenticalAndWithinBudget) {
                                         std::vector<std::string>{"runtime.mode=asteria", "runtime.stagger=true",
                                                                  "runtime.shadow.delay=1", "runtime.shadow.threads=2"}}) {
     SCOPED_TRACE(mode[0]);
-    const std::vector<float> reference = train(config(mode));
+    const std::vector<float> reference = train_params(config(mode));
     for (const nlohmann::json& r : metrics()) {
       EXPECT_EQ(r["tier_bytes"]["disk"].get<size_t>(), 0u);
       EXPECT_EQ(r["tier_moved_bytes"]["disk_to_device"].get<size_t>(), 0u);
     }
     std::vector<std::string> sets = mode;
     sets.insert(sets.end(), tiers.begin(), tiers.end());
-    const std::vector<float> tiered = train(config(sets));
+    const std::vector<float> tiered = train_params(config(sets));
     EXPECT_TRUE(same_bits(reference, tiered));
     // Every step: within every budget, and state really went to disk and came back.
     const std::vector<nlohmann::json> recs = metrics();
@@ -131,7 +108,7 @@ TEST_P(Tiers, PrefetchDistanceDoesNotChangeTheResult) {
     total += per_layer.back();
   }
   const int L = static_cast<int>(per_layer.size());
-  const std::vector<float> reference = train(config({"model.n_layers=4"}));
+  const std::vector<float> reference = train_params(config({"model.n_layers=4"}));
   for (int distance : {1, 2}) {
     // Device: the distance + 1 layers in flight and an eighth more (room for the cache's
     // fragmentation); host: an eighth of the state; the rest on disk.
@@ -143,7 +120,7 @@ TEST_P(Tiers, PrefetchDistanceDoesNotChangeTheResult) {
     }
     ASSERT_LT(device, total);
     const std::vector<float> tiered =
-        train(config({"model.n_layers=4", "runtime.tiers.device.bytes=" + std::to_string(device),
+        train_params(config({"model.n_layers=4", "runtime.tiers.device.bytes=" + std::to_string(device),
                       "runtime.tiers.host.bytes=" + std::to_string(total / 8),
                       "runtime.tiers.prefetch_distance=" + std::to_string(distance)}));
     EXPECT_TRUE(same_bits(reference, tiered)) << "distance " << distance;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "test_util.hpp"
+#include "trainer_runs.hpp"
 #include "train/config.hpp"
 #include "train/trainer.hpp"
 
@@ -145,11 +145,7 @@ TEST_P(TrainTinySecondOrder, TrainsAndIsDeterministic) {
   auto run_short = [&] {
     Config c = tiny_config(dir, sets);
     c.train.steps = 12;
-    Trainer tr(c);
-    tr.run();
-    std::vector<float> all;
-    for (int l = 0; l < tr.num_layers(); ++l) all.insert(all.end(), tr.final_params(l).begin(), tr.final_params(l).end());
-    return all;
+    return asteria::testing::train_params(c);
   };
   auto a = run_short(), b = run_short();
   ASSERT_EQ(a.size(), b.size());

@@ -33,6 +33,16 @@ Plan build(int layers, int micro, bool tied = false) {
   return p;
 }
 
+// Appends an op to a hand-made plan; its id is its index.
+void append_op(Plan& p, OpKind kind, Lane lane, std::vector<int> deps) {
+  Op op;
+  op.id = static_cast<int>(p.ops.size());
+  op.kind = kind;
+  op.lane = lane;
+  op.deps = std::move(deps);
+  p.ops.push_back(std::move(op));
+}
+
 int count(const Plan& p, OpKind k) {
   return static_cast<int>(std::count_if(p.ops.begin(), p.ops.end(), [k](const Op& op) { return op.kind == k; }));
 }
@@ -140,14 +150,7 @@ TEST(Executor, StagingOpsRunInOrderAndHostOpsOnTheWorkerPool) {
   WorkerPool pool(2);
   Executor ex(&pool);
   Plan p;
-  auto add = [&](OpKind k, Lane lane, std::vector<int> deps) {
-    Op op;
-    op.id = static_cast<int>(p.ops.size());
-    op.kind = k;
-    op.lane = lane;
-    op.deps = std::move(deps);
-    p.ops.push_back(op);
-  };
+  auto add = [&](OpKind k, Lane lane, std::vector<int> deps) { append_op(p, k, lane, std::move(deps)); };
   add(OpKind::OptimStep, Lane::Compute, {});        // 0
   add(OpKind::Snapshot, Lane::Staging, {0});        // 1
   add(OpKind::RootJob, Lane::Host, {1});            // 2
@@ -190,14 +193,7 @@ TEST(Executor, StagingOpErrorSurfacesFromRunAndLaterStagingOpsAreSkipped) {
   // terminate the process or let a compute op use what was not loaded.
   Executor ex;
   Plan p;
-  auto add = [&](OpKind k, Lane lane, std::vector<int> deps) {
-    Op op;
-    op.id = static_cast<int>(p.ops.size());
-    op.kind = k;
-    op.lane = lane;
-    op.deps = std::move(deps);
-    p.ops.push_back(op);
-  };
+  auto add = [&](OpKind k, Lane lane, std::vector<int> deps) { append_op(p, k, lane, std::move(deps)); };
   add(OpKind::TierPrefetch, Lane::Staging, {});   // 0: fails
   add(OpKind::TierPrefetch, Lane::Staging, {});   // 1: must not run
   add(OpKind::TierWait, Lane::Compute, {0});      // 2: must not run

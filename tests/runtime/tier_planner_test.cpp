@@ -58,6 +58,26 @@ TierLayout workable_layout(const std::vector<std::vector<size_t>>& pages, size_t
   }
 }
 
+// The plans of a training step with the tier planner between the model's and the optimizer's
+// ops, as the trainer registers them.
+struct StepPlans {
+  explicit StepPlans(const TierLayout& layout) : planner(layout) {
+    builder.add_contributor(&model);
+    builder.add_contributor(&planner);
+    builder.add_contributor(&optim);
+  }
+  const Plan& build(int64_t step, int micro_batches) {
+    builder.build({step, planner.layout().num_layers(), micro_batches}, plan);
+    return plan;
+  }
+
+  TierPlanner planner;
+  ModelStepOps model{false};
+  OptimizerStepOps optim;
+  PlanBuilder builder;
+  Plan plan;
+};
+
 // Builds `steps` plans and replays their tier ops on a model of the cache, checking every
 // invariant; returns the number of states loaded.
 struct Replay {
@@ -74,17 +94,11 @@ struct Replay {
   }
 
   void run(int steps) {
-    TierPlanner planner(layout);
-    ModelStepOps model(false);
-    OptimizerStepOps optim;
-    PlanBuilder b;
-    b.add_contributor(&model);
-    b.add_contributor(&planner);
-    b.add_contributor(&optim);
-    Plan plan;
+    StepPlans plans(layout);
+    const TierPlanner& planner = plans.planner;
     const int L = layout.num_layers();
     for (int step = 1; step <= steps; ++step) {
-      b.build({step, L, 2}, plan);
+      const Plan& plan = plans.build(step, 2);
       int current = 0;   // uses finished in this step before the op
       for (size_t i = 0; i < plan.ops.size(); ++i) {
         const Op& op = plan.ops[i];
@@ -216,15 +230,8 @@ TEST(TierPlanner, PrefetchesAheadOfUse) {
   // Distance 2: the first two uses are prefetched at the start of the step (before any forward),
   // use i >= 2 right before optim_step of use i - 2.
   TierLayout layout = layout_of(std::vector<std::vector<size_t>>(6, {1}), 4, 2);
-  TierPlanner planner(layout);
-  ModelStepOps model(false);
-  OptimizerStepOps optim;
-  PlanBuilder b;
-  b.add_contributor(&model);
-  b.add_contributor(&planner);
-  b.add_contributor(&optim);
-  Plan plan;
-  b.build({1, 6, 1}, plan);
+  StepPlans plans(layout);
+  const Plan& plan = plans.build(1, 1);
   std::vector<int> prefetch_layers;
   int first_forward = -1, optim_steps_before_last_prefetch = 0, optim_steps = 0;
   for (const Op& op : plan.ops)
@@ -243,21 +250,14 @@ TEST(TierPlanner, PrefetchesAheadOfUse) {
   EXPECT_EQ(optim_steps_before_last_prefetch, 3);   // layer 0 (use 5) is loaded before use 3's step
   // Describe says what moves.
   for (const Op& op : plan.ops)
-    if (op.kind == OpKind::TierPrefetch) EXPECT_NE(planner.describe(op).find("host->device"), std::string::npos);
+    if (op.kind == OpKind::TierPrefetch) EXPECT_NE(plans.planner.describe(op).find("host->device"), std::string::npos);
 }
 
 TEST(TierPlanner, NothingToPlanWhenEverythingIsOnTheDevice) {
   TierLayout layout = layout_of(std::vector<std::vector<size_t>>(4, {1}), 100, 2);
   EXPECT_FALSE(layout.moves());
-  TierPlanner planner(layout);
-  PlanBuilder b;
-  ModelStepOps model(false);
-  OptimizerStepOps optim;
-  b.add_contributor(&model);
-  b.add_contributor(&planner);
-  b.add_contributor(&optim);
-  Plan plan;
-  b.build({1, 4, 1}, plan);
+  StepPlans plans(layout);
+  const Plan& plan = plans.build(1, 1);
   for (const Op& op : plan.ops) EXPECT_TRUE(op.kind != OpKind::TierPrefetch && op.kind != OpKind::TierEvict);
 }
 

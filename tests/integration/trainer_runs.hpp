@@ -1,0 +1,44 @@
+#pragma once
+// Helpers for integration tests that train and compare the resulting parameters.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+#include "train/config.hpp"
+#include "train/trainer.hpp"
+
+namespace asteria::testing {
+
+// Overrides for a short second-order run on dir/train.bin (512 ids) writing into dir/run: a
+// refresh every 3 steps from step 2, so a few steps exercise roots, bases and their schedule.
+inline std::vector<std::string> short_second_order_sets(const TempDir& dir, const std::string& optimizer,
+                                                        int steps) {
+  return {"data.train=" + dir.file("train.bin"),
+          "run.dir=" + dir.file("run"),
+          "run.overwrite=true",
+          "train.steps=" + std::to_string(steps),
+          "train.micro_batch=4",
+          "train.warmup_steps=2",
+          "optim.name=" + optimizer,
+          "optim.lr=1e-2",
+          "optim.precondition_frequency=3",
+          "optim.start_preconditioning_step=2",
+          "optim.root_eps=1e-8",
+          "optim.kl_init_factor=1e-3"};
+}
+
+// Trains `cfg` and returns the final parameters of all layers, concatenated.
+inline std::vector<float> train_params(const Config& cfg) {
+  Trainer t(cfg);
+  t.run();
+  std::vector<float> all;
+  for (int l = 0; l < t.num_layers(); ++l) all.insert(all.end(), t.final_params(l).begin(), t.final_params(l).end());
+  return all;
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace asteria::testing
