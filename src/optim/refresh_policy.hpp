@@ -16,6 +16,9 @@ class RefreshPolicy {
   // `due`: the block's refresh is scheduled now. `job` and `ws` are the calling thread's scratch.
   virtual void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
                                 RefreshJob& job, matfn::Workspace& ws) = 0;
+  // Whether at_refresh_point computes a due refresh itself (the expensive part) rather than
+  // handing it elsewhere.
+  virtual bool refreshes_inline() const = 0;
 };
 
 // Synchronous refresh when due (runtime.mode native).
@@ -28,6 +31,7 @@ class InlineRefresh final : public RefreshPolicy {
     pc.compute_refresh(job, ws);
     pc.publish(job);
   }
+  bool refreshes_inline() const override { return true; }
 };
 
 }  // namespace asteria

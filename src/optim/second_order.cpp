@@ -59,53 +59,72 @@ std::vector<StateTensor*> SecondOrderOptimizer::layer_states(int layer) {
 void SecondOrderOptimizer::step_layer(int layer, float* params, const float* grads, float grad_scale,
                                       double lr, int64_t step) {
   adamw_->step_layer(layer, params, grads, grad_scale, lr, step);
-  const auto& blocks = blocks_[layer];
-  const int nb = static_cast<int>(blocks.size());
-  const float flr = static_cast<float>(lr);
-  const float decay = static_cast<float>(1.0 - lr * p_.weight_decay);
+  const int nb = static_cast<int>(blocks_[layer].size());
+  const BlockStep bs{layer, params, grads, grad_scale, static_cast<float>(lr),
+                     static_cast<float>(1.0 - lr * p_.weight_decay), step};
+  // An inline refresh inside the block loop runs on one thread. With a staggered schedule
+  // usually one block of a layer refreshes at a step, and the other threads would idle through
+  // it; when fewer blocks refresh than there are threads, they run after the loop, one at a time,
+  // where BLAS and LAPACK use every thread. LAPACK on several threads rounds differently from
+  // one, so this is for staggered schedules only: without stagger a refresh always runs on one
+  // thread, as on an asteria host worker, which keeps native bit-identical to asteria at D = 0.
+  after_loop_.assign(static_cast<size_t>(nb), 0);
+  if (p_.stagger && policy_->refreshes_inline()) {
+    int due = 0;
+    for (int bi = 0; bi < nb; ++bi) due += schedule_.due(layer, bi, step);
+    if (due < omp_get_max_threads())
+      for (int bi = 0; bi < nb; ++bi) after_loop_[bi] = schedule_.due(layer, bi, step);
+  }
   // An exception cannot leave an OpenMP region: the first one is kept and rethrown after it.
   std::exception_ptr error;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int bi = 0; bi < nb; ++bi) {
+    if (after_loop_[bi]) continue;
     try {
-      const MatrixBlock& b = blocks[bi];
-      ThreadScratch& s = *scratch_[omp_get_thread_num()];
-      float* G = s.grad.data();
-      bool finite = true;
-      for (int64_t i = 0; i < b.rows; ++i) {
-        const float* src = grads + b.offset + i * b.ld;
-        float* dst = G + i * b.cols;
-        for (int64_t j = 0; j < b.cols; ++j) {
-          dst[j] = src[j] * grad_scale;
-          finite &= std::isfinite(dst[j]);
-        }
-      }
-      if (!finite) {
-        int& skipped = skipped_in_a_row_[layer][bi];
-        if (++skipped > p_.precond.max_failures)
-          fail("gradient of ", b.name, " was non-finite ", skipped, " steps in a row; optim.max_failures is ",
-               p_.precond.max_failures);
-        continue;
-      }
-      skipped_in_a_row_[layer][bi] = 0;
-      BlockPreconditioner& pc = *precond_[layer][bi];
-      pc.before_refresh(G);
-      const bool due = pc.has_direction() && schedule_.due(layer, bi, step);
-      policy_->at_refresh_point(layer, bi, pc, step, due, s.job, s.ws);
-      pc.after_refresh(G);
-      if (!pc.has_direction()) continue;
-      const float* D = pc.direction();
-      for (int64_t i = 0; i < b.rows; ++i) {
-        float* w = params + b.offset + i * b.ld;
-        const float* d = D + i * b.cols;
-        for (int64_t j = 0; j < b.cols; ++j) w[j] = (w[j] - flr * d[j]) * decay;
-      }
+      step_block(bs, bi, *scratch_[omp_get_thread_num()]);
     } catch (...) {
 #pragma omp critical(asteria_second_order_error)
       if (!error) error = std::current_exception();
     }
   }
   if (error) std::rethrow_exception(error);
+  for (int bi = 0; bi < nb; ++bi)
+    if (after_loop_[bi]) step_block(bs, bi, *scratch_[0]);
+}
+
+void SecondOrderOptimizer::step_block(const BlockStep& bs, int bi, ThreadScratch& s) {
+  const int layer = bs.layer;
+  const MatrixBlock& b = blocks_[layer][bi];
+  float* G = s.grad.data();
+  bool finite = true;
+  for (int64_t i = 0; i < b.rows; ++i) {
+    const float* src = bs.grads + b.offset + i * b.ld;
+    float* dst = G + i * b.cols;
+    for (int64_t j = 0; j < b.cols; ++j) {
+      dst[j] = src[j] * bs.grad_scale;
+      finite &= std::isfinite(dst[j]);
+    }
+  }
+  if (!finite) {
+    int& skipped = skipped_in_a_row_[layer][bi];
+    if (++skipped > p_.precond.max_failures)
+      fail("gradient of ", b.name, " was non-finite ", skipped, " steps in a row; optim.max_failures is ",
+           p_.precond.max_failures);
+    return;
+  }
+  skipped_in_a_row_[layer][bi] = 0;
+  BlockPreconditioner& pc = *precond_[layer][bi];
+  pc.before_refresh(G);
+  const bool due = pc.has_direction() && schedule_.due(layer, bi, bs.step);
+  policy_->at_refresh_point(layer, bi, pc, bs.step, due, s.job, s.ws);
+  pc.after_refresh(G);
+  if (!pc.has_direction()) return;
+  const float* D = pc.direction();
+  for (int64_t i = 0; i < b.rows; ++i) {
+    float* w = bs.params + b.offset + i * b.ld;
+    const float* d = D + i * b.cols;
+    for (int64_t j = 0; j < b.cols; ++j) w[j] = (w[j] - bs.lr * d[j]) * bs.decay;
+  }
 }
 
 }  // namespace asteria

@@ -4,7 +4,8 @@
 // tensors (norm weights; embeddings unless precondition_embeddings) go to an AdamW with the
 // adamw_1d hyperparameters.
 //
-// step_layer, per block (blocks of a layer run in parallel, each on one thread):
+// step_layer, per block (blocks of a layer run in parallel, each on one thread; with stagger,
+// blocks refreshing inline run alone on every thread when they are fewer than the threads):
 //   G = clip_scale * grad block (copied dense); a non-finite G skips the block for this step and
 //   counts as a failure of the block (NaN never reaches the weights or the statistics);
 //   before_refresh(G); the refresh policy at the refresh point; after_refresh(G);
@@ -27,7 +28,7 @@ struct SecondOrderParams {
   double weight_decay = 0.0;
   int64_t max_preconditioner_dim = 1024;
   bool precondition_embeddings = true;
-  bool stagger = false;               // block b refreshes when (count + b) % F == 0
+  bool stagger = false;               // offsets balanced by refresh cost (refresh_schedule.hpp)
   AdamWParams adamw_1d;
 };
 
@@ -50,6 +51,14 @@ class SecondOrderOptimizer final : public Optimizer {
 
  private:
   struct ThreadScratch;
+  struct BlockStep {   // one step_layer call's arguments
+    int layer;
+    float* params;
+    const float* grads;
+    float grad_scale, lr, decay;
+    int64_t step;
+  };
+  void step_block(const BlockStep& bs, int block, ThreadScratch& scratch);
   SecondOrderParams p_;
   std::vector<std::vector<MatrixBlock>> blocks_;
   RefreshSchedule schedule_;
@@ -59,6 +68,7 @@ class SecondOrderOptimizer final : public Optimizer {
   InlineRefresh inline_;
   RefreshPolicy* policy_ = &inline_;
   std::vector<std::unique_ptr<ThreadScratch>> scratch_;
+  std::vector<char> after_loop_;   // step_layer's blocks run after its parallel loop
 };
 
 }  // namespace asteria

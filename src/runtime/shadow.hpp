@@ -58,6 +58,7 @@ class ShadowPipeline final : public RefreshPolicy {
   // RefreshPolicy.
   void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
                         RefreshJob& job, matfn::Workspace& ws) override;
+  bool refreshes_inline() const override { return false; }
 
   // Seconds the compute lane waited for root jobs since the last call.
   double take_stall_seconds();

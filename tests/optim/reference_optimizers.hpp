@@ -135,6 +135,7 @@ inline Mat qr_q(const Mat& A) {
 struct Hyper {
   double beta1, beta2, shampoo_beta, eps, root_eps = 0, weight_decay = 0;
   int freq = 1, start = 1;
+  int offset = 0;   // the block's stagger offset: refresh when (count + offset) % freq == 0
   bool graft = true;
   double init_factor = 0.1, max_clamp = 4000;
 };
@@ -157,7 +158,7 @@ struct Shampoo {
     for (auto& x : G2.a) x *= x;
     M = axpby(h.beta1, M, 1 - h.beta1, G);
     V = axpby(h.beta2, V, h.beta2 >= 1 ? 1 : 1 - h.beta2, G2);
-    if (t >= h.start && (t - h.start) % h.freq == 0) {
+    if (t >= h.start && (t - h.start + h.offset) % h.freq == 0) {
       const double bc = b < 1 ? 1 - std::pow(b, t) : 1;
       Linv = inverse_root(scale(1 / bc, L), 4, h.root_eps);
       Rinv = inverse_root(scale(1 / bc, R), 4, h.root_eps);
@@ -201,7 +202,7 @@ struct Soap {
     D = scale(std::sqrt(1 - std::pow(h.beta2, t)) / (1 - std::pow(h.beta1, t)), D);
     L = axpby(b, L, 1 - b, mul(G, tr(G)));
     R = axpby(b, R, 1 - b, mul(tr(G), G));
-    if (t % h.freq == 0) {
+    if ((t + h.offset) % h.freq == 0) {
       refresh(L, QL, /*rows=*/true);
       refresh(R, QR, /*rows=*/false);
     }
@@ -274,7 +275,7 @@ struct KLShampoo {
     };
     upd(dL, dl, n);
     upd(dR, dr, m);
-    if (t % h.freq == 0) {
+    if ((t + h.offset) % h.freq == 0) {
       QL = qr_q(mul(SL, QL));
       QR = qr_q(mul(SR, QR));
     }

@@ -2,6 +2,8 @@
 // failure paths.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -47,10 +49,12 @@ std::vector<std::vector<float>> random_grads(int steps, int m, int n, uint32_t s
 // the parameters after every step.
 template <class Ref>
 void compare_with_reference(const std::string& algo, const ref::Hyper& h, int m, int n, int64_t max_dim,
-                            int steps, double rel_tol) {
+                            int steps, double rel_tol, bool stagger = false) {
   ParamTable t;
   t.add("w", {m, n}, ParamClass::Matrix);
-  SecondOrderOptimizer opt(params_for(algo, h, max_dim), {t});
+  SecondOrderParams p = params_for(algo, h, max_dim);
+  p.stagger = stagger;
+  SecondOrderOptimizer opt(p, {t});
   const double lr = 0.05;
   std::vector<float> w(static_cast<size_t>(m) * n);
   std::mt19937 rng(11);
@@ -60,7 +64,10 @@ void compare_with_reference(const std::string& algo, const ref::Hyper& h, int m,
   const std::vector<double> w0 = w_ref;
   const auto& blocks = opt.blocks(0);
   std::vector<Ref> refs(blocks.size());
-  for (auto& r : refs) r.h = h;
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    refs[bi].h = h;
+    refs[bi].h.offset = static_cast<int>(opt.schedule().offset(0, static_cast<int>(bi)));
+  }
   auto grads = random_grads(steps, m, n, 5);
   for (int s = 0; s < steps; ++s) {
     opt.step_layer(0, w.data(), grads[s].data(), 1.0f, lr, s + 1);
@@ -156,6 +163,22 @@ TEST(KLShampoo, MatchesReference) {
   ref::Hyper h2{0.9, 0.9, 0.9, 1e-8};
   h2.freq = 3;
   compare_with_reference<ref::KLShampoo>("kl_shampoo", h2, 5, 4, 8, 10, 1e-4);
+}
+
+// Staggered: four blocks over a period of 4 refresh one per step, so with two threads each runs
+// alone after the block loop, with BLAS on both threads (second_order.cpp).
+TEST(SecondOrder, StaggeredMatchesReference) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  ref::Hyper h{0.9, 0.98, 0.95, 1e-8};
+  h.root_eps = 1e-6;
+  h.freq = 4;
+  h.start = 2;
+  h.weight_decay = 0.01;
+  compare_with_reference<ref::Shampoo>("shampoo", h, 6, 5, 3, 10, 1e-4, true);
+  compare_with_reference<ref::Soap>("soap", h, 6, 5, 3, 10, 1e-4, true);
+  compare_with_reference<ref::KLShampoo>("kl_shampoo", h, 6, 5, 3, 10, 1e-4, true);
+  omp_set_num_threads(threads);
 }
 
 TEST(Soap, FirstCallLeavesWeightsUnchanged) {
