@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue-4 benchmark: step-time profile of bench-small with SOAP, Shampoo and KL-Shampoo in native
 # mode (synchronous roots, reference schedule) and asteria mode (shadow pipeline, staggered,
-# delay 3, two host workers), against AdamW: median, p99 and max step time, mean relative to AdamW.
+# delay 3, two host workers), against AdamW: median, p99 and max step time, mean relative to AdamW;
+# and SOAP in native mode with stagger only.
 # Then the same at 8 micro-batches of gradient accumulation for AdamW and SOAP.
 #   bench/runtime_profile.sh [STEPS] [ACCUM_STEPS]      (defaults 200 and 40)
 set -euo pipefail
@@ -27,6 +28,9 @@ for opt in soap shampoo kl-shampoo; do
   run "$opt-native" "$opt" "$STEPS" runtime.mode=native
   run "$opt-asteria" "$opt" "$STEPS" "${asteria[@]}"
 done
+# Staggering alone (synchronous refreshes spread over the period): separates its effect on the
+# spikes from the shadow pipeline's.
+run soap-native-stagger soap "$STEPS" runtime.mode=native runtime.stagger=true
 run adamw-accum8 adamw "$ACCUM_STEPS" train.grad_accum=8
 run soap-native-accum8 soap "$ACCUM_STEPS" train.grad_accum=8 runtime.mode=native
 run soap-asteria-accum8 soap "$ACCUM_STEPS" train.grad_accum=8 "${asteria[@]}"
@@ -34,7 +38,7 @@ run soap-asteria-accum8 soap "$ACCUM_STEPS" train.grad_accum=8 "${asteria[@]}"
 py=/usr/bin/python3
 {
   echo "== 1 micro-batch, $STEPS steps (step times skip the first 12 steps: warm-up and the initial eigendecompositions)"
-  $py bench/summarize_runs.py --skip-steps 12 --baseline "$OUT/adamw" "$OUT"/{soap,shampoo,kl-shampoo}-{native,asteria} --json "$OUT/summary.json"
+  $py bench/summarize_runs.py --skip-steps 12 --baseline "$OUT/adamw" "$OUT"/{soap,shampoo,kl-shampoo}-{native,asteria} "$OUT/soap-native-stagger" --json "$OUT/summary.json"
   echo "== 8 micro-batches, $ACCUM_STEPS steps"
   $py bench/summarize_runs.py --skip-steps 4 --baseline "$OUT/adamw-accum8" "$OUT"/soap-{native,asteria}-accum8 --json "$OUT/summary-accum8.json"
   echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"

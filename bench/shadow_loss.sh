@@ -3,11 +3,13 @@
 # (bases refreshed synchronously, the authors' schedule) and in asteria mode (shadow pipeline,
 # staggered) with publish delays D = 1, 2 and 4, and native staggered; same data, seed and schedule. Reports the final
 # eval loss of each and its difference from native, with plots.
-#   bench/shadow_loss.sh [STEPS] [THREADS]      (defaults 400 and 0 = all cores)
+#   bench/shadow_loss.sh [STEPS] [THREADS] [SEED]      (defaults 400, 0 = all cores, 0)
+# Another seed (initialization and data order) shows how much of a difference is run-to-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-400}
 THREADS=${2:-0}
+SEED=${3:-0}
 OUT=${ASTERIA_BENCH_OUT:-bench/results/shadow-loss-$(date +%Y%m%d-%H%M)}
 scripts/setup.sh >/dev/null
 scripts/prepare_data.sh 4096 >/dev/null
@@ -23,7 +25,8 @@ run() {  # NAME [SETS...]; with ASTERIA_BENCH_REUSE=1 a finished run of STEPS st
   local sets=()
   for s in "$@"; do sets+=(--set "$s"); done
   build/bin/asteria-train --config configs/bench-small-soap.yaml --set "run.dir=$OUT/$name" --set "train.steps=$STEPS" \
-    --set run.overwrite=true --set train.eval_every=25 --set "runtime.threads=$THREADS" "${sets[@]}" | tail -1
+    --set run.overwrite=true --set train.eval_every=25 --set "runtime.threads=$THREADS" --set "seed=$SEED" \
+    "${sets[@]}" | tail -1
 }
 run native runtime.mode=native
 # Staggering alone (synchronous refreshes, spread over the F steps): separates its effect from
@@ -51,7 +54,7 @@ for run in ["native-stagger"] + [f"asteria-d{d}" for d in (1, 2, 4)]:
     v = final_eval(run)
     print(f"{run}: final eval loss {v:.4f}, relative difference {100 * (v - base) / base:+.3f} % (target: within 0.5 %)")
 PY
-  echo "threads=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
+  echo "seed=$SEED threads=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
 } | tee "$OUT/summary.txt"
 $py scripts/plot_metrics.py "$OUT"/native "$OUT"/native-stagger "$OUT"/asteria-d{1,2,4} --out "$OUT/plots" \
   --labels native,native-stagger,asteria-d1,asteria-d2,asteria-d4 >/dev/null

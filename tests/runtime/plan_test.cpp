@@ -73,12 +73,16 @@ TEST(Plan, DependenciesComeFirstAndOrderLayers) {
       EXPECT_EQ(p.ops[op.deps[0]].kind, OpKind::Forward);
       EXPECT_EQ(p.ops[op.deps[0]].layer, op.layer - 1);
     }
-    if (op.kind == OpKind::Backward && op.layer < 3) EXPECT_EQ(p.ops[op.deps[0]].layer, op.layer + 1);
+    if (op.kind == OpKind::Backward && op.layer < 3) {
+      EXPECT_EQ(p.ops[op.deps[0]].layer, op.layer + 1);
+    }
     if (op.kind == OpKind::ClipGrads) {
       clip = op.id;
       EXPECT_EQ(op.deps.size(), 4u);
     }
-    if (op.kind == OpKind::OptimStep) EXPECT_EQ(op.deps[0], clip);
+    if (op.kind == OpKind::OptimStep) {
+      EXPECT_EQ(op.deps[0], clip);
+    }
     if (op.kind == OpKind::LoadBatch && op.micro == 1) {
       EXPECT_EQ(p.ops[op.deps[0]].kind, OpKind::Backward);
       EXPECT_EQ(p.ops[op.deps[0]].layer, 0);
