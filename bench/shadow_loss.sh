@@ -5,6 +5,8 @@
 # eval loss of each and its difference from native, with plots.
 #   bench/shadow_loss.sh [STEPS] [THREADS] [SEED]      (defaults 400, 0 = all cores, 0)
 # Another seed (initialization and data order) shows how much of a difference is run-to-run.
+# ASTERIA_BENCH_RUNS="native asteria-d2" trains only those runs (the summary covers the runs
+# present in the output folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-400}
@@ -14,9 +16,11 @@ OUT=${ASTERIA_BENCH_OUT:-bench/results/shadow-loss-$(date +%Y%m%d-%H%M)}
 scripts/setup.sh >/dev/null
 scripts/prepare_data.sh 4096 >/dev/null
 mkdir -p "$OUT"
+RUNS=${ASTERIA_BENCH_RUNS:-native native-stagger asteria-d1 asteria-d2 asteria-d4}
 run() {  # NAME [SETS...]; with ASTERIA_BENCH_REUSE=1 a finished run of STEPS steps is kept
   local name=$1
   shift
+  [[ " $RUNS " == *" $name "* ]] || return 0
   if [[ ${ASTERIA_BENCH_REUSE:-0} == 1 && -f $OUT/$name/metrics.jsonl &&
         $(wc -l < "$OUT/$name/metrics.jsonl") -eq $STEPS ]]; then
     echo "reusing $OUT/$name"
@@ -36,8 +40,10 @@ for d in 1 2 4; do
   run "asteria-d$d" runtime.mode=asteria runtime.stagger=true "runtime.shadow.delay=$d" runtime.shadow.threads=2
 done
 py=/usr/bin/python3
+present=()
+for r in native-stagger asteria-d1 asteria-d2 asteria-d4; do [[ -f $OUT/$r/metrics.jsonl ]] && present+=("$OUT/$r"); done
 {
-  $py bench/summarize_runs.py --baseline "$OUT/native" "$OUT"/native-stagger "$OUT"/asteria-d{1,2,4} --json "$OUT/summary.json"
+  $py bench/summarize_runs.py --baseline "$OUT/native" "${present[@]}" --json "$OUT/summary.json"
   $py - "$OUT" <<'PY'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
@@ -51,10 +57,13 @@ def final_eval(run):
 base = final_eval("native")
 print(f"native final eval loss {base:.4f}")
 for run in ["native-stagger"] + [f"asteria-d{d}" for d in (1, 2, 4)]:
+    if not (out / run / "metrics.jsonl").exists():
+        continue
     v = final_eval(run)
     print(f"{run}: final eval loss {v:.4f}, relative difference {100 * (v - base) / base:+.3f} % (target: within 0.5 %)")
 PY
   echo "seed=$SEED threads=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
 } | tee "$OUT/summary.txt"
-$py scripts/plot_metrics.py "$OUT"/native "$OUT"/native-stagger "$OUT"/asteria-d{1,2,4} --out "$OUT/plots" \
-  --labels native,native-stagger,asteria-d1,asteria-d2,asteria-d4 >/dev/null
+labels=native
+for r in "${present[@]}"; do labels+=",${r##*/}"; done
+$py scripts/plot_metrics.py "$OUT"/native "${present[@]}" --out "$OUT/plots" --labels "$labels" >/dev/null
