@@ -71,9 +71,8 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
   after_loop_.assign(static_cast<size_t>(nb), 0);
   if (p_.stagger && policy_->refreshes_inline()) {
     int due = 0;
-    for (int bi = 0; bi < nb; ++bi) due += schedule_.due(layer, bi, step);
-    if (due < omp_get_max_threads())
-      for (int bi = 0; bi < nb; ++bi) after_loop_[bi] = schedule_.due(layer, bi, step);
+    for (int bi = 0; bi < nb; ++bi) due += after_loop_[bi] = schedule_.due(layer, bi, step);
+    if (due >= omp_get_max_threads()) after_loop_.assign(static_cast<size_t>(nb), 0);
   }
   // An exception cannot leave an OpenMP region: the first one is kept and rethrown after it.
   std::exception_ptr error;
