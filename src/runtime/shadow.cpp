@@ -8,9 +8,9 @@
 
 namespace asteria {
 
-ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, int64_t delay, double worker_delay_s)
+ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, ShadowDelay delay, double worker_delay_s)
     : opt_(opt), pool_(pool), delay_(delay), worker_delay_s_(worker_delay_s) {
-  ASTERIA_ASSERT(delay >= 0);
+  ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
   for (int l = 0; l < opt.num_layers(); ++l) queues_.emplace_back(opt.blocks(l).size());
   for (int w = 0; w < pool.size(); ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
   std::vector<int> blocks;
@@ -91,10 +91,10 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
   {
     std::lock_guard<std::mutex> lock(mu_);
     slot = acquire(q);
-    slot->publish_step = step + delay_;
+    slot->publish_step = step + delay_.at(step);
     slot->state = SlotState::AwaitingSnapshot;
   }
-  if (delay_ == 0) {  // the native schedule, computed on a worker
+  if (delay_.at(step) == 0) {  // the native schedule, computed on a worker
     pc.snapshot(slot->job);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -112,14 +112,16 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
   q.slots.push_back(slot);
 }
 
-ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, int64_t delay)
+ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay)
     : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay) {}
 
 void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
   const int64_t step = b.shape().step;
-  if (delay_ == 0 || step - delay_ < 1) return;
+  // The refreshes publishing now were opened at step - D (after the synchronous warm-up).
+  const int64_t opened = step - delay_.delay;
+  if (delay_.delay == 0 || opened < 1 || delay_.at(opened) == 0) return;
   bool waits = false;
-  for (int bi = 0; bi < blocks_[layer]; ++bi) waits |= schedule_.due(layer, bi, step - delay_);
+  for (int bi = 0; bi < blocks_[layer]; ++bi) waits |= schedule_.due(layer, bi, opened);
   if (!waits) return;
   Op op;
   op.kind = OpKind::PublishWait;
@@ -131,7 +133,8 @@ void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
 
 void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
   const int64_t step = b.shape().step;
-  if (delay_ == 0) return;
+  const int64_t delay = delay_.at(step);
+  if (delay == 0) return;
   std::vector<int> due;
   for (int bi = 0; bi < blocks_[layer]; ++bi)
     if (schedule_.due(layer, bi, step)) due.push_back(bi);
@@ -140,7 +143,7 @@ void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
   snap.kind = OpKind::Snapshot;
   snap.lane = Lane::Staging;
   snap.layer = layer;
-  snap.tag = step + delay_;
+  snap.tag = step + delay;
   snap.deps = {b.find(OpKind::OptimStep, layer)};
   snap.reads = {{StateKind::OptimState, layer}};
   snap.writes = {{StateKind::Snapshot, layer}};
@@ -151,7 +154,7 @@ void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
     job.lane = Lane::Host;
     job.layer = layer;
     job.block = bi;
-    job.tag = step + delay_;
+    job.tag = step + delay;
     job.deps = {snap_id};
     job.reads = {{StateKind::Snapshot, layer}};
     b.add(std::move(job));

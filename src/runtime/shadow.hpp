@@ -16,6 +16,10 @@
 // runs on a worker while the step waits, which is the native schedule (bit-identical to native).
 // The refresh schedule is a pure function of the step (optim/refresh_schedule.hpp), so the ops
 // of any step are known when its plan is built (ShadowPlanOps, also used by --print-plan).
+//
+// Warm-up: refreshes due at steps t <= sync_steps publish at once (D = 0 for them), because the
+// factors move fastest early in training, where a basis D steps old costs the most loss. The
+// delay is a pure function of the step, so determinism holds throughout.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -31,25 +35,32 @@
 
 namespace asteria {
 
+// The publish delay of a refresh opened at step t: 0 while t <= sync_steps, D after.
+struct ShadowDelay {
+  int64_t delay = 0;        // D (runtime.shadow.delay)
+  int64_t sync_steps = 0;   // runtime.shadow.sync_steps
+  int64_t at(int64_t step) const { return step <= sync_steps ? 0 : delay; }
+};
+
 // The shadow pipeline's ops in a step's plan: publish_wait(l) before optim_step(l) for the
 // blocks publishing now, snapshot(l) after it and one root_job per block refreshing now.
 class ShadowPlanOps final : public PlanContributor {
  public:
   // blocks_per_layer[l]: number of preconditioned blocks of layer l.
-  ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, int64_t delay);
+  ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay);
   void optimizer(PlanBuilder& b, int layer) override;
   void after_optimizer(PlanBuilder& b, int layer) override;
 
  private:
   const RefreshSchedule& schedule_;
   std::vector<int> blocks_;
-  int64_t delay_;
+  ShadowDelay delay_;
 };
 
 class ShadowPipeline final : public RefreshPolicy {
  public:
   // worker_delay_s: each root job first sleeps this long (tests: slow workers).
-  ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, int64_t delay, double worker_delay_s = 0);
+  ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, ShadowDelay delay, double worker_delay_s = 0);
   ~ShadowPipeline() override;
 
   void bind(Executor& ex);
@@ -87,7 +98,7 @@ class ShadowPipeline final : public RefreshPolicy {
 
   SecondOrderOptimizer& opt_;
   WorkerPool& pool_;
-  int64_t delay_;
+  ShadowDelay delay_;
   double worker_delay_s_;
   std::vector<std::vector<BlockQueue>> queues_;     // [layer][block]
   std::vector<std::unique_ptr<matfn::Workspace>> worker_ws_;

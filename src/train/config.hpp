@@ -80,6 +80,7 @@ struct TrainConfig {
 struct ShadowConfig {
   int threads = 2;              // host worker threads (low OS priority)
   int64_t delay = 3;            // D: a snapshot of step t is published at step t + D
+  int64_t sync_steps = 0;       // refreshes opened at steps <= this publish at once (warm-up)
   double worker_delay_ms = 0;   // for tests: every root job first sleeps this long
 };
 

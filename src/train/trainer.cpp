@@ -49,6 +49,8 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
+ShadowDelay shadow_delay(const ShadowConfig& c) { return ShadowDelay{c.delay, c.sync_steps}; }
+
 void set_threads(int threads) {
   if (threads <= 0) return;
   omp_set_num_threads(threads);
@@ -116,7 +118,7 @@ struct Trainer::Impl {
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     if (cfg.runtime.mode == "asteria" && second_order) {
       pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
-      shadow = std::make_unique<ShadowPipeline>(*second_order, *pool, cfg.runtime.shadow.delay,
+      shadow = std::make_unique<ShadowPipeline>(*second_order, *pool, shadow_delay(cfg.runtime.shadow),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0);
     }
     executor = std::make_unique<Executor>(pool.get());
@@ -309,11 +311,12 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
     for (int l = 0; l < L; ++l)
       for (int b = 0; b < counts[l]; ++b) due += schedule->due(l, b, step);
     note = "refreshes at this step: " + std::to_string(due) + " block(s) (" +
-           (cfg.runtime.mode == "asteria" ? "shadow pipeline, delay " + std::to_string(cfg.runtime.shadow.delay)
-                                          : std::string("native: inline in optim_step")) +
+           (cfg.runtime.mode == "asteria"
+                ? "shadow pipeline, delay " + std::to_string(shadow_delay(cfg.runtime.shadow).at(step))
+                : std::string("native: inline in optim_step")) +
            ")\n";
     if (cfg.runtime.mode == "asteria") {
-      shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, cfg.runtime.shadow.delay);
+      shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, shadow_delay(cfg.runtime.shadow));
       builder.add_contributor(shadow_ops.get());
     }
   }

@@ -30,6 +30,31 @@ TEST(Cli, PrintPlanListsOpsPerLayer) {
   EXPECT_NE(out.find("clip_grads"), std::string::npos);
 }
 
+// The shadow pipeline's ops at a refresh step and a plain step; refreshes of the synchronous
+// warm-up (runtime.shadow.sync_steps) have none.
+TEST(Cli, PrintPlanShowsShadowOps) {
+  const std::string base = kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.mode=asteria " +
+                           "--set runtime.shadow.delay=2 --set optim.precondition_frequency=10 --print-plan ";
+  std::string out;
+  // SOAP's first refresh is at step 11 (count t - 1 = 10): snapshot and root jobs publishing at 13.
+  ASSERT_EQ(0, run_command(base + "--plan-step 11", &out)) << out;
+  EXPECT_NE(out.find("staging  snapshot      blocks.0"), std::string::npos) << out;
+  EXPECT_NE(out.find("host     root_job      blocks.0     block=0 publish_at=13"), std::string::npos) << out;
+  EXPECT_EQ(out.find("publish_wait"), std::string::npos) << out;
+  ASSERT_EQ(0, run_command(base + "--plan-step 13", &out)) << out;
+  EXPECT_NE(out.find("compute  publish_wait  blocks.0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("root_job"), std::string::npos) << out;
+  ASSERT_EQ(0, run_command(base + "--plan-step 12", &out)) << out;
+  EXPECT_EQ(out.find("publish_wait"), std::string::npos) << out;
+  EXPECT_EQ(out.find("snapshot "), std::string::npos) << out;
+  // With the refresh of step 11 inside the warm-up it runs inline: no shadow ops at 11 or 13.
+  for (const char* step : {"11", "13"}) {
+    ASSERT_EQ(0, run_command(base + "--set runtime.shadow.sync_steps=11 --plan-step " + step, &out)) << out;
+    EXPECT_EQ(out.find("root_job"), std::string::npos) << step << out;
+    EXPECT_EQ(out.find("publish_wait"), std::string::npos) << step << out;
+  }
+}
+
 TEST(Cli, BadInputExitsNonZeroWithMessage) {
   TempDir dir("cli");
   std::string cfg = dir.file("bad.yaml");

@@ -59,4 +59,29 @@ TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
   }
 }
 
+// runtime.shadow.sync_steps: refreshes opened up to that step publish at once (D = 0), later
+// ones D steps later.
+TEST_P(ShadowDeterminism, SyncWarmupIsNativeThenDelayed) {
+  // Sync over the whole run: every refresh is synchronous, so the run is native's.
+  auto native = train({"runtime.mode=native"});
+  auto all_sync = train({"runtime.mode=asteria", "runtime.shadow.delay=2", "runtime.shadow.sync_steps=14"});
+  EXPECT_TRUE(same_bits(native, all_sync));
+  // Sync over part of the run: still independent of the workers and their speed, and neither
+  // native nor the run without warm-up (refreshes at steps 2..14 with F = 3 fall on both sides).
+  std::vector<std::string> part = {"runtime.mode=asteria", "runtime.stagger=true", "runtime.shadow.delay=2",
+                                   "runtime.shadow.sync_steps=7"};
+  auto with = [&](std::vector<std::string> more) {
+    auto s = part;
+    s.insert(s.end(), more.begin(), more.end());
+    return train(s);
+  };
+  auto one = with({"runtime.shadow.threads=1"});
+  auto two_slow = with({"runtime.shadow.threads=2", "runtime.shadow.worker_delay_ms=30"});
+  EXPECT_TRUE(same_bits(one, two_slow));
+  auto no_warmup = with({"runtime.shadow.threads=1", "runtime.shadow.sync_steps=0"});
+  EXPECT_FALSE(same_bits(one, no_warmup));
+  auto native_stagger = train({"runtime.mode=native", "runtime.stagger=true"});
+  EXPECT_FALSE(same_bits(one, native_stagger));
+}
+
 INSTANTIATE_TEST_SUITE_P(Optimizers, ShadowDeterminism, ::testing::Values("shampoo", "soap", "kl_shampoo"));
