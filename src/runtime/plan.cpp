@@ -24,6 +24,7 @@ const char* to_string(OpKind k) {
     case OpKind::OptimStep: return "optim_step";
     case OpKind::Snapshot: return "snapshot";
     case OpKind::RootJob: return "root_job";
+    case OpKind::RootJobBatch: return "root_jobs";
     case OpKind::PublishWait: return "publish_wait";
     case OpKind::TierEvict: return "tier_evict";
     case OpKind::TierPrefetch: return "tier_prefetch";

@@ -25,12 +25,13 @@ enum class OpKind : uint8_t {
   OptimStep,     // optimizer: update a layer's parameters
   Snapshot,      // shadow (staging lane): copy the factors of the layer's refreshing blocks
   RootJob,       // shadow (host lane): compute one block's roots / basis from its snapshot
+  RootJobBatch,  // shadow (compute lane, no host workers): the root jobs placed at this step
   PublishWait,   // shadow (compute lane): wait until the results due at this step are ready
   TierEvict,     // tiers (staging lane): write states back from the device tier to their home
   TierPrefetch,  // tiers (staging lane): bring a layer's states into the device tier
   TierWait,      // tiers (compute lane): wait for the prefetch of the layer about to step
 };
-constexpr int kNumOpKinds = 12;
+constexpr int kNumOpKinds = 13;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);

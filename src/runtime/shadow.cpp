@@ -1,6 +1,10 @@
 #include "runtime/shadow.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
+#include <exception>
 #include <thread>
 
 #include "core/error.hpp"
@@ -8,19 +12,26 @@
 
 namespace asteria {
 
-ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, ShadowDelay delay, double worker_delay_s)
+ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s)
     : opt_(opt), pool_(pool), delay_(delay), worker_delay_s_(worker_delay_s) {
   ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
-  for (int l = 0; l < opt.num_layers(); ++l) queues_.emplace_back(opt.blocks(l).size());
-  for (int w = 0; w < pool.size(); ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
+  std::vector<std::vector<MatrixBlock>> all_blocks;
+  for (int l = 0; l < opt.num_layers(); ++l) {
+    queues_.emplace_back(opt.blocks(l).size());
+    all_blocks.push_back(opt.blocks(l));
+  }
+  const int threads = pool ? pool->size() : omp_get_max_threads();
+  for (int w = 0; w < threads; ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
+  if (!pool && delay.delay > 0)
+    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), all_blocks, delay, threads);
   std::vector<int> blocks;
   for (int l = 0; l < opt.num_layers(); ++l) blocks.push_back(static_cast<int>(opt.blocks(l).size()));
-  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(blocks), delay);
+  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(blocks), delay, placement_.get());
   opt_.set_refresh_policy(this);
 }
 
 ShadowPipeline::~ShadowPipeline() {
-  pool_.drain();  // jobs hold pointers into this object
+  if (pool_) pool_->drain();  // jobs hold pointers into this object
   opt_.set_refresh_policy(nullptr);
 }
 
@@ -34,6 +45,9 @@ ShadowPipeline::SlotPtr ShadowPipeline::acquire(BlockQueue& q) {
 void ShadowPipeline::wait_ready(const SlotPtr& slot) {
   std::unique_lock<std::mutex> lock(mu_);
   if (slot->state == SlotState::Ready) return;
+  // On the compute lane every job runs at a step before its publish step: nothing to wait for.
+  ASTERIA_ASSERT(pool_, "a root job placed on the compute lane had not run by its publish step ",
+                 slot->publish_step);
   Timer t;
   ready_cv_.wait(lock, [&] { return slot->state == SlotState::Ready; });
   stall_s_ += t.seconds();
@@ -57,7 +71,31 @@ void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int work
 }
 
 void ShadowPipeline::submit(int layer, int block, const SlotPtr& slot) {
-  pool_.submit([this, layer, block, slot](int worker) { compute(layer, block, slot, worker); });
+  pool_->submit([this, layer, block, slot](int worker) { compute(layer, block, slot, worker); });
+}
+
+void ShadowPipeline::run_batch(int64_t step) {
+  placement_->jobs_at(step, batch_);
+  batch_slots_.clear();
+  for (const PlacedJob& j : batch_) {
+    SlotPtr slot = find_slot(j.layer, j.block, j.opened + delay_.delay);
+    if (slot && slot->state == SlotState::Snapshotted) batch_slots_.emplace_back(j, std::move(slot));
+  }
+  const int n = static_cast<int>(batch_slots_.size());
+  // An exception cannot leave an OpenMP region: the first one is kept and rethrown after it.
+  std::exception_ptr error;
+  // Inside the parallel region BLAS and LAPACK run on the calling thread only, as on a worker.
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int i = 0; i < n; ++i) {
+    try {
+      const auto& [job, slot] = batch_slots_[i];
+      compute(job.layer, job.block, slot, omp_get_thread_num());
+    } catch (...) {
+#pragma omp critical(asteria_shadow_batch_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 ShadowPipeline::SlotPtr ShadowPipeline::find_slot(int layer, int block, int64_t publish_step) {
@@ -94,14 +132,18 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     slot->publish_step = step + delay_.at(step);
     slot->state = SlotState::AwaitingSnapshot;
   }
-  if (delay_.at(step) == 0) {  // the native schedule, computed on a worker
+  if (delay_.at(step) == 0) {  // the native schedule, computed on a worker or this thread
     pc.snapshot(slot->job);
     {
       std::lock_guard<std::mutex> lock(mu_);
       slot->state = SlotState::Snapshotted;
     }
-    submit(layer, block, slot);
-    wait_ready(slot);
+    if (pool_) {
+      submit(layer, block, slot);
+      wait_ready(slot);
+    } else {
+      compute(layer, block, slot, omp_get_thread_num());
+    }
     pc.publish(slot->job);
     ++published_;
     std::lock_guard<std::mutex> lock(mu_);
@@ -112,8 +154,9 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
   q.slots.push_back(slot);
 }
 
-ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay)
-    : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay) {}
+ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
+                             const RootJobPlacement* placement)
+    : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay), placement_(placement) {}
 
 void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
   const int64_t step = b.shape().step;
@@ -148,6 +191,7 @@ void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
   snap.reads = {{StateKind::OptimState, layer}};
   snap.writes = {{StateKind::Snapshot, layer}};
   const int snap_id = b.add(std::move(snap));
+  if (placement_) return;  // the jobs run in the step's root_jobs op (step_end)
   for (int bi : due) {
     Op job;
     job.kind = OpKind::RootJob;
@@ -159,6 +203,37 @@ void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
     job.reads = {{StateKind::Snapshot, layer}};
     b.add(std::move(job));
   }
+}
+
+void ShadowPlanOps::step_end(PlanBuilder& b) {
+  if (!placement_) return;
+  const int64_t step = b.shape().step;
+  placement_->jobs_at(step, jobs_);
+  if (jobs_.empty()) return;
+  Op batch;
+  batch.kind = OpKind::RootJobBatch;
+  batch.tag = step;
+  for (const PlacedJob& j : jobs_) {
+    const StateRef snapshot{StateKind::Snapshot, j.layer};
+    if (std::find(batch.reads.begin(), batch.reads.end(), snapshot) == batch.reads.end()) batch.reads.push_back(snapshot);
+    // A job opened at this step needs this step's snapshot of its layer.
+    if (j.opened == step) {
+      const int snap = b.find(OpKind::Snapshot, j.layer);
+      ASTERIA_ASSERT(snap >= 0);
+      if (std::find(batch.deps.begin(), batch.deps.end(), snap) == batch.deps.end()) batch.deps.push_back(snap);
+    }
+  }
+  b.add(std::move(batch));
+}
+
+std::string ShadowPlanOps::describe(const Op& op, const std::vector<std::string>& layer_names) const {
+  if (op.kind != OpKind::RootJobBatch || !placement_) return "";
+  placement_->jobs_at(op.tag, jobs_);
+  std::string s = "jobs:";
+  for (const PlacedJob& j : jobs_)
+    s += " " + layer_names[j.layer] + "/" + std::to_string(j.block) + "(publish_at=" +
+         std::to_string(j.opened + delay_.delay) + ")";
+  return s;
 }
 
 void ShadowPipeline::bind(Executor& ex) {
@@ -183,6 +258,7 @@ void ShadowPipeline::bind(Executor& ex) {
       slot->state = SlotState::Snapshotted;
     }
   });
+  ex.bind(OpKind::RootJobBatch, [this](const Op& op) { run_batch(op.tag); });
   ex.bind_host(OpKind::RootJob, [this](const Op& op, int worker) {
     SlotPtr slot = find_slot(op.layer, op.block, op.tag);
     if (!slot || slot->state != SlotState::Snapshotted) return;  // the block's schedule moved at run time

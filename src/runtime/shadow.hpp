@@ -17,12 +17,14 @@
 // The refresh schedule is a pure function of the step (optim/refresh_schedule.hpp), so the ops
 // of any step are known when its plan is built (ShadowPlanOps, also used by --print-plan).
 //
-// Warm-up: refreshes due at steps t <= sync_steps publish at once (D = 0 for them), because the
-// factors move fastest early in training, where a basis D steps old costs the most loss. The
-// delay is a pure function of the step, so determinism holds throughout.
+// Warm-up: refreshes opened at steps t <= runtime.shadow.sync_steps publish at once (D = 0 for
+// them; shadow_delay.hpp). Without host workers (runtime.shadow.lane compute) the root jobs run
+// in a batch on the compute lane instead (root_job_placement.hpp), with the same results.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <string>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -31,36 +33,42 @@
 #include "optim/second_order.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/plan_builder.hpp"
+#include "runtime/root_job_placement.hpp"
+#include "runtime/shadow_delay.hpp"
 #include "runtime/worker_pool.hpp"
 
 namespace asteria {
 
-// The publish delay of a refresh opened at step t: 0 while t <= sync_steps, D after.
-struct ShadowDelay {
-  int64_t delay = 0;        // D (runtime.shadow.delay)
-  int64_t sync_steps = 0;   // runtime.shadow.sync_steps
-  int64_t at(int64_t step) const { return step <= sync_steps ? 0 : delay; }
-};
-
 // The shadow pipeline's ops in a step's plan: publish_wait(l) before optim_step(l) for the
-// blocks publishing now, snapshot(l) after it and one root_job per block refreshing now.
+// blocks publishing now, snapshot(l) after it and one root_job per block refreshing now (host
+// lane); or, with a placement (compute lane), one root_jobs op at the end of the step running
+// the jobs placed there.
 class ShadowPlanOps final : public PlanContributor {
  public:
-  // blocks_per_layer[l]: number of preconditioned blocks of layer l.
-  ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay);
+  // blocks_per_layer[l]: number of preconditioned blocks of layer l; placement: null for host
+  // workers.
+  ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
+                const RootJobPlacement* placement = nullptr);
   void optimizer(PlanBuilder& b, int layer) override;
   void after_optimizer(PlanBuilder& b, int layer) override;
+  void step_end(PlanBuilder& b) override;
+  // --print-plan detail of a root_jobs op: its jobs and their publish steps.
+  std::string describe(const Op& op, const std::vector<std::string>& layer_names) const;
 
  private:
   const RefreshSchedule& schedule_;
   std::vector<int> blocks_;
   ShadowDelay delay_;
+  const RootJobPlacement* placement_;
+  mutable std::vector<PlacedJob> jobs_;
 };
 
 class ShadowPipeline final : public RefreshPolicy {
  public:
-  // worker_delay_s: each root job first sleeps this long (tests: slow workers).
-  ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool& pool, ShadowDelay delay, double worker_delay_s = 0);
+  // pool: the host workers, or null to run the root jobs on the compute lane (with as many
+  // threads as OpenMP has now). worker_delay_s: each root job first sleeps this long (tests:
+  // slow workers).
+  ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s = 0);
   ~ShadowPipeline() override;
 
   void bind(Executor& ex);
@@ -95,13 +103,18 @@ class ShadowPipeline final : public RefreshPolicy {
   void compute(int layer, int block, const SlotPtr& slot, int worker);
   void wait_ready(const SlotPtr& slot);
   SlotPtr find_slot(int layer, int block, int64_t publish_step);
+  // Compute lane: the jobs placed at the end of `step`, one per thread at a time.
+  void run_batch(int64_t step);
 
   SecondOrderOptimizer& opt_;
-  WorkerPool& pool_;
+  WorkerPool* pool_;
   ShadowDelay delay_;
+  std::unique_ptr<RootJobPlacement> placement_;   // compute lane only
+  std::vector<PlacedJob> batch_;
+  std::vector<std::pair<PlacedJob, SlotPtr>> batch_slots_;
   double worker_delay_s_;
   std::vector<std::vector<BlockQueue>> queues_;     // [layer][block]
-  std::vector<std::unique_ptr<matfn::Workspace>> worker_ws_;
+  std::vector<std::unique_ptr<matfn::Workspace>> worker_ws_;   // per worker / compute thread
   mutable std::mutex mu_;
   std::condition_variable ready_cv_;
   double stall_s_ = 0;

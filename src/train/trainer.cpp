@@ -117,8 +117,8 @@ struct Trainer::Impl {
     tiers = std::make_unique<TierManager>(std::move(layout), *optimizer, disk_tier_file(cfg));
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     if (cfg.runtime.mode == "asteria" && second_order) {
-      pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
-      shadow = std::make_unique<ShadowPipeline>(*second_order, *pool, shadow_delay(cfg.runtime.shadow),
+      if (cfg.runtime.shadow.lane == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
+      shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg.runtime.shadow),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0);
     }
     executor = std::make_unique<Executor>(pool.get());
@@ -296,6 +296,7 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   builder.add_contributor(&model_ops);
   // The shadow pipeline's ops follow from the refresh schedule alone: no optimizer state needed.
   std::unique_ptr<RefreshSchedule> schedule;
+  std::unique_ptr<RootJobPlacement> placement;
   std::unique_ptr<ShadowPlanOps> shadow_ops;
   std::string note;
   if (cfg.optim.name != "adamw") {
@@ -316,7 +317,11 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
                 : std::string("native: inline in optim_step")) +
            ")\n";
     if (cfg.runtime.mode == "asteria") {
-      shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, shadow_delay(cfg.runtime.shadow));
+      const ShadowDelay delay = shadow_delay(cfg.runtime.shadow);
+      if (cfg.runtime.shadow.lane == "compute" && delay.delay > 0)
+        placement = std::make_unique<RootJobPlacement>(
+            *schedule, blocks, delay, cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads());
+      shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, delay, placement.get());
       builder.add_contributor(shadow_ops.get());
     }
   }
@@ -328,7 +333,9 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   builder.add_contributor(&optim_ops);
   Plan plan;
   for (int64_t s = 1; s <= step; ++s) builder.build({s, L, cfg.train.grad_accum}, plan);
-  return plan.describe(names, [&](const Op& op) { return tiers.describe(op); }) + note;
+  return plan.describe(names, [&](const Op& op) {
+           return op.kind == OpKind::RootJobBatch ? shadow_ops->describe(op, names) : tiers.describe(op);
+         }) + note;
 }
 
 }  // namespace asteria

@@ -1,6 +1,7 @@
 // The shadow pipeline's determinism contract: parameters after every run are bit-identical
-// whatever the number of host workers and their speed, and asteria with D = 0 and no stagger is
-// bit-identical to native. For Shampoo, SOAP and KL-Shampoo.
+// whatever the number of host workers and their speed, or with the root jobs on the compute
+// lane, and asteria with D = 0 and no stagger is bit-identical to native. For Shampoo, SOAP and
+// KL-Shampoo.
 #include <gtest/gtest.h>
 
 #include "trainer_runs.hpp"
@@ -36,6 +37,8 @@ TEST_P(ShadowDeterminism, DelayZeroWithoutStaggerEqualsNative) {
   auto native = train({"runtime.mode=native"});
   auto shadow0 = train({"runtime.mode=asteria", "runtime.shadow.delay=0", "runtime.shadow.threads=2"});
   EXPECT_TRUE(same_bits(native, shadow0));
+  auto compute0 = train({"runtime.mode=asteria", "runtime.shadow.delay=0", "runtime.shadow.lane=compute"});
+  EXPECT_TRUE(same_bits(native, compute0));
 }
 
 TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
@@ -53,6 +56,9 @@ TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
     EXPECT_TRUE(same_bits(one, two_slow)) << delay;
     EXPECT_TRUE(same_bits(one, four)) << delay;
     EXPECT_TRUE(same_bits(one, one_slow)) << delay;
+    // Without workers: the jobs run in batches on the compute lane's threads, same bits.
+    auto compute = with({"runtime.shadow.lane=compute", "runtime.threads=2"});
+    EXPECT_TRUE(same_bits(one, compute)) << delay;
     // The delay is real: published later than native, so the parameters differ from native's.
     auto native = train({"runtime.mode=native", "runtime.stagger=true"});
     EXPECT_FALSE(same_bits(one, native)) << delay;
