@@ -8,19 +8,23 @@ using namespace blockmath;
 
 namespace {
 
-// Q = the eigenvectors of the d x d factor F, eigenvalues descending; identity on failure.
-matfn::Status initial_basis(int64_t d, const float* F, float* Q) {
+// Q = the eigenvectors of the d x d factor F, eigenvalues descending, computed in `precision`
+// (fp32: straight from and into the fp32 state); identity on failure.
+matfn::Status initial_basis(int64_t d, const float* F, float* Q, matfn::Precision precision) {
   static thread_local matfn::Workspace ws;
-  static thread_local std::vector<double> a, q;
-  a.resize(d * d);
-  q.resize(d * d);
-  to_double(d * d, F, a.data());
-  matfn::Status s = matfn::eigenbasis_descending(static_cast<int>(d), a.data(), q.data(), ws);
-  if (s == matfn::Status::Ok) {
-    to_float(d * d, q.data(), Q);
+  matfn::Status s;
+  if (precision == matfn::Precision::Float32) {
+    s = matfn::eigenbasis_descending(static_cast<int>(d), F, Q, ws);
   } else {
-    for (int64_t i = 0; i < d * d; ++i) Q[i] = (i / d == i % d) ? 1.0f : 0.0f;
+    static thread_local std::vector<double> a, q;
+    a.resize(d * d);
+    q.resize(d * d);
+    to_double(d * d, F, a.data());
+    s = matfn::eigenbasis_descending(static_cast<int>(d), a.data(), q.data(), ws);
+    if (s == matfn::Status::Ok) to_float(d * d, q.data(), Q);
   }
+  if (s != matfn::Status::Ok)
+    for (int64_t i = 0; i < d * d; ++i) Q[i] = (i / d == i % d) ? 1.0f : 0.0f;
   return s;
 }
 
@@ -43,8 +47,8 @@ void EigenbasisBlock::before_refresh(const float* G) {
   accumulate_left(G, m, n, 0.0f, init_left_, L_.data());
   accumulate_right(G, m, n, 0.0f, init_right_, R_.data());
   RefreshJob status_only;
-  status_only.status = initial_basis(m, L_.data(), QL_.data());
-  const matfn::Status right = initial_basis(n, R_.data(), QR_.data());
+  status_only.status = initial_basis(m, L_.data(), QL_.data(), p_.refresh_dtype);
+  const matfn::Status right = initial_basis(n, R_.data(), QR_.data(), p_.refresh_dtype);
   if (status_only.status == matfn::Status::Ok) status_only.status = right;
   if (status_only.status != matfn::Status::Ok) publish(status_only);  // counted like any failure
   initialized_ = true;
@@ -68,9 +72,10 @@ void EigenbasisBlock::snapshot(RefreshJob& job) const {
 
 void EigenbasisBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
   const int m = static_cast<int>(job.rows), n = static_cast<int>(job.cols);
-  job.status = matfn::qr_refresh(m, job.left.data(), job.left_basis.data(), job.left_perm, ws, sort_);
+  const matfn::Precision prec = p_.refresh_dtype;
+  job.status = matfn::qr_refresh(prec, m, job.left.data(), job.left_basis.data(), job.left_perm, ws, sort_);
   if (job.status == matfn::Status::Ok)
-    job.status = matfn::qr_refresh(n, job.right.data(), job.right_basis.data(), job.right_perm, ws, sort_);
+    job.status = matfn::qr_refresh(prec, n, job.right.data(), job.right_basis.data(), job.right_perm, ws, sort_);
 }
 
 void EigenbasisBlock::install(const RefreshJob& job) {

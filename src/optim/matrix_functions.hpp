@@ -1,9 +1,14 @@
 #pragma once
-// Stateless matrix functions of the second-order optimizers, in fp64 over LAPACK.
+// Stateless matrix functions of the second-order optimizers over LAPACK, in fp64 or fp32.
+// Each function is a template over the element type Real (float or double, explicitly
+// instantiated in matrix_functions.cpp; float calls the s* LAPACK / BLAS routines, double the d*
+// ones). The Precision overloads at the end take fp64 data and compute in the chosen precision
+// (optim.refresh_dtype).
 // All matrices are n x n, row-major, symmetric where stated. Every function returns a status
 // instead of throwing: the caller (a preconditioner) decides to keep its previous result,
 // count the failure and eventually stop with a message naming the block.
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace asteria::matfn {
@@ -11,39 +16,79 @@ namespace asteria::matfn {
 enum class Status { Ok, NonFinite, NotConverged, NotPositive, LapackError };
 const char* to_string(Status s);
 
-// Scratch memory reused across calls (no allocation once sized).
-struct Workspace {
-  std::vector<double> a, b, c, d, w;
-  std::vector<int> iwork;
+// The precision a refresh is computed in.
+enum class Precision { Float64, Float32 };
+
+// Scratch memory of one element type.
+template <class Real>
+struct Scratch {
+  std::vector<Real> a, b, c, d, w;
   void reserve(int n);
 };
 
+// Scratch memory reused across calls (no allocation once sized; a precision never used
+// allocates nothing). LAPACKE's high-level drivers still allocate their own work arrays.
+struct Workspace {
+  Scratch<double> f64;
+  Scratch<float> f32;
+  std::vector<float> in, out;   // fp64 data rounded to fp32 (the Precision overloads)
+  template <class Real>
+  Scratch<Real>& get() {
+    if constexpr (std::is_same_v<Real, float>) return f32;
+    else return f64;
+  }
+};
+
 // A = V diag(w) V^T with ascending eigenvalues w; column j of V (V[i*n + j]) is the j-th
-// eigenvector. dsyevd.
-Status eigh(int n, const double* A, double* w, double* V, Workspace& ws);
+// eigenvector. dsyevd / ssyevd.
+template <class Real>
+Status eigh(int n, const Real* A, Real* w, Real* V, Workspace& ws);
 
 // (A + eps I)^(-1/p) through eigh: eigenvalues lambda + eps, clamped below at eps (roundoff can
-// make them slightly negative). eps = 0 requires A numerically positive definite: an eigenvalue
-// below n * machine-eps * max|eigenvalue| gives NotPositive.
-Status inverse_root_eigh(int n, const double* A, double p, double eps, double* out, Workspace& ws);
+// make them slightly negative, by up to about n * epsilon(Real) * max|eigenvalue|: in fp32 an eps
+// well below that scale lets roundoff become large root entries). The shift, clamp and power
+// are evaluated in fp64 for both types. eps = 0 requires A numerically positive definite: an
+// eigenvalue below n * epsilon(Real) * max|eigenvalue| gives NotPositive.
+template <class Real>
+Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out, Workspace& ws);
+
+// The default convergence tolerance of inverse_root_newton: 1e-12 in fp64, 1e-6 in fp32 (the
+// default of Distributed Shampoo's coupled Newton).
+template <class Real>
+constexpr double newton_tolerance() {
+  return std::is_same_v<Real, float> ? 1e-6 : 1e-12;
+}
 
 // The same root by the coupled Newton iteration (Guo & Higham 2006): X0 = z^(1/p) I, M0 = z A
 // with z = (p+1) / (2 ||A||_F); T = ((p+1) I - M) / p; X <- X T; M <- T^p M, until
 // max|M - I| <= tol. p must be a positive integer. Needs only GEMMs.
-Status inverse_root_newton(int n, const double* A, int p, double eps, double* out, Workspace& ws,
-                           int max_iters = 100, double tol = 1e-12);
+template <class Real>
+Status inverse_root_newton(int n, const Real* A, int p, double eps, Real* out, Workspace& ws,
+                           int max_iters = 100, double tol = newton_tolerance<Real>());
 
 // One refresh of an eigenbasis estimate Q of a symmetric L (SOAP, Vyas et al. 2024):
 // with `sort`, the estimated eigenvalues d = diag(Q^T L Q) re-sort the columns of Q descending
 // (perm[k] = old column index of new column k; identity without `sort`); then Q <- qr(L Q)
-// (dgeqrf + dorgqr), one power step. On failure Q is left unchanged.
-Status qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, Workspace& ws,
-                  bool sort = true);
+// (geqrf + orgqr), one power step. On failure Q is left unchanged.
+template <class Real>
+Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, Workspace& ws, bool sort = true);
 
 // The eigenbasis of L, columns sorted by eigenvalue descending (SOAP's initial basis).
-Status eigenbasis_descending(int n, const double* L, double* Q, Workspace& ws);
+template <class Real>
+Status eigenbasis_descending(int n, const Real* L, Real* Q, Workspace& ws);
 
-bool all_finite(int64_t count, const double* x);
+template <class Real>
+bool all_finite(int64_t count, const Real* x);
+
+// fp64 in and out, computed in `precision`: Float64 is exactly the function above; Float32
+// rounds the inputs to fp32 in ws (an input beyond the fp32 range becomes NonFinite), computes
+// in fp32 and widens the result into the fp64 output only on success.
+Status inverse_root_eigh(Precision precision, int n, const double* A, double p, double eps, double* out,
+                         Workspace& ws);
+Status inverse_root_newton(Precision precision, int n, const double* A, int p, double eps, double* out,
+                           Workspace& ws);
+Status qr_refresh(Precision precision, int n, const double* L, double* Q, std::vector<int>& perm,
+                  Workspace& ws, bool sort = true);
 
 // Test hook: the next `count` calls of eigh fail with LapackError (failure-path tests).
 void inject_eigh_failures(int count);

@@ -47,9 +47,13 @@ struct PreconditionerParams {
   int max_failures = 3;
   double kl_init_factor = 0.1;     // KL-Shampoo: initial eigenvalue estimate
   double kl_max_clamp = 4000;      // KL-Shampoo: cap of the inverse-sqrt eigenvalue estimates
+  // Precision of the refresh computation (Shampoo's inverse roots; SOAP's and KL-Shampoo's QR
+  // power step and initial eigenbasis). The job's buffers stay fp64 either way.
+  matfn::Precision refresh_dtype = matfn::Precision::Float64;
 };
 
-// Everything a refresh reads and writes, detached from the block.
+// Everything a refresh reads and writes, detached from the block. fp64 whatever the refresh
+// precision: with refresh_dtype fp32 the matrix functions round to fp32 in the Workspace.
 struct RefreshJob {
   int64_t rows = 0, cols = 0;
   std::vector<double> left, right;               // factors (inputs)

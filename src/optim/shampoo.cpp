@@ -48,11 +48,11 @@ void ShampooBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const 
   auto root = [&](int d, const double* A, double* out) {
     matfn::Status s = matfn::Status::Ok;
     if (p_.root_method == RootMethod::Newton) {
-      s = matfn::inverse_root_newton(d, A, 4, p_.root_eps, out, ws);
+      s = matfn::inverse_root_newton(p_.refresh_dtype, d, A, 4, p_.root_eps, out, ws);
       if (s == matfn::Status::Ok) return s;
     }
     // The eigendecomposition is the reference method, and the retry after a Newton failure.
-    return matfn::inverse_root_eigh(d, A, 4.0, p_.root_eps, out, ws);
+    return matfn::inverse_root_eigh(p_.refresh_dtype, d, A, 4.0, p_.root_eps, out, ws);
   };
   job.status = root(m, job.left.data(), job.left_root.data());
   if (job.status == matfn::Status::Ok) job.status = root(n, job.right.data(), job.right_root.data());

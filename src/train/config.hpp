@@ -55,6 +55,7 @@ struct OptimConfig {
   bool precondition_embeddings = true;
   std::string root_method = "eigh";   // Shampoo: eigh or newton (coupled Newton)
   std::string grafting = "adam";      // Shampoo: adam or none
+  std::string refresh_dtype = "float64";  // precision of roots / eigenbases: float64 or float32
   double kl_init_factor = 0.1;        // KL-Shampoo: initial eigenvalue estimate
   double kl_max_clamp = 4000;         // KL-Shampoo: cap of inverse-sqrt eigenvalue estimates
   AdamW1DConfig adamw_1d;

@@ -107,6 +107,7 @@ void visit(V& v, OptimConfig& o) {
   v.field("precondition_embeddings", o.precondition_embeddings, any());
   v.field("root_method", o.root_method, one_of({"eigh", "newton"}));
   v.field("grafting", o.grafting, one_of({"adam", "none"}));
+  v.field("refresh_dtype", o.refresh_dtype, one_of({"float64", "float32"}));
   v.field("kl_init_factor", o.kl_init_factor, positive());
   v.field("kl_max_clamp", o.kl_max_clamp, positive());
   v.section("adamw_1d", o.adamw_1d);

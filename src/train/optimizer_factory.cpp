@@ -30,6 +30,7 @@ SecondOrderParams second_order_params(const OptimConfig& o, bool stagger) {
   c.max_failures = o.max_failures;
   c.kl_init_factor = o.kl_init_factor;
   c.kl_max_clamp = o.kl_max_clamp;
+  c.refresh_dtype = o.refresh_dtype == "float32" ? matfn::Precision::Float32 : matfn::Precision::Float64;
   p.weight_decay = o.weight_decay;
   p.max_preconditioner_dim = o.max_preconditioner_dim;
   p.precondition_embeddings = o.precondition_embeddings;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "optim/matrix_functions.hpp"
 
@@ -171,4 +172,192 @@ TEST(MatrixFunctions, QrRefreshSortsDescendingAndConvergesToEigenbasis) {
     for (int i = 0; i < 4; ++i) dot += eb[i * 4 + k] * q[i * 4 + (3 - k)];
     EXPECT_NEAR(std::abs(dot), 1.0, 1e-12);
   }
+}
+
+// ---- fp32 (optim.refresh_dtype float32): the same functions in float against the same
+// hand-derived matrices and against fp64, with tolerances of fp32 roundoff.
+
+namespace {
+
+std::vector<float> to_f32(const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); }
+
+void expect_matrix_near(const std::vector<float>& got, const std::vector<double>& want, double rel_tol) {
+  expect_matrix_near(std::vector<double>(got.begin(), got.end()), want, rel_tol);
+}
+
+// A random symmetric matrix with eigenvalues in [1.25, 3.25] (G G^T / 4n + I, G n x 4n).
+std::vector<double> well_conditioned_spd(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> nd;
+  const int k = 4 * n;
+  std::vector<double> g(static_cast<size_t>(n) * k), a(static_cast<size_t>(n) * n, 0.0);
+  for (auto& x : g) x = nd(rng);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      for (int l = 0; l < k; ++l) a[i * n + j] += g[i * k + l] * g[j * k + l] / k;
+      if (i == j) a[i * n + j] += 1.0;
+    }
+  return a;
+}
+
+// max |Q^T Q - I|.
+template <class Real>
+double orthonormality_error(int n, const std::vector<Real>& q) {
+  double err = 0;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      double dot = 0;
+      for (int i = 0; i < n; ++i) dot += static_cast<double>(q[i * n + a]) * q[i * n + b];
+      err = std::max(err, std::abs(dot - (a == b ? 1.0 : 0.0)));
+    }
+  return err;
+}
+
+}  // namespace
+
+TEST(MatrixFunctionsFloat32, EighRecoversEigenvaluesAndVectors) {
+  Workspace ws;
+  auto a = to_f32(hadamard_a());
+  std::vector<float> w(4), v(16);
+  ASSERT_EQ(eigh(4, a.data(), w.data(), v.data(), ws), Status::Ok);
+  const double want[4] = {1, 16, 81, 256};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(w[i], want[i], 1e-5 * 256) << i;
+  auto q = hadamard_q();
+  for (int j = 0; j < 4; ++j) {
+    double dot = 0;
+    for (int i = 0; i < 4; ++i) dot += v[i * 4 + j] * q[i * 4 + j];
+    EXPECT_NEAR(std::abs(dot), 1.0, 1e-5) << j;
+  }
+}
+
+TEST(MatrixFunctionsFloat32, InverseRootsByEighMatchHandDerivedAndFp64) {
+  Workspace ws;
+  auto a = to_f32(hadamard_a());
+  std::vector<float> out(16);
+  ASSERT_EQ(inverse_root_eigh(4, a.data(), 4, 0.0, out.data(), ws), Status::Ok);
+  expect_matrix_near(out, kHadamardRoot4, 1e-5);
+  ASSERT_EQ(inverse_root_eigh(4, a.data(), 2, 0.0, out.data(), ws), Status::Ok);
+  expect_matrix_near(out, kHadamardRoot2, 1e-5);
+  // fp64 data through the Precision overload: Float32 rounds and differs from Float64 by fp32
+  // roundoff only; Float64 is exactly the fp64 function.
+  const int n = 40;
+  auto spd = well_conditioned_spd(n, 1);
+  std::vector<double> r64(n * n), r32(n * n), direct(n * n);
+  ASSERT_EQ(inverse_root_eigh(Precision::Float64, n, spd.data(), 4.0, 1e-12, r64.data(), ws), Status::Ok);
+  ASSERT_EQ(inverse_root_eigh(n, spd.data(), 4.0, 1e-12, direct.data(), ws), Status::Ok);
+  EXPECT_EQ(r64, direct);
+  ASSERT_EQ(inverse_root_eigh(Precision::Float32, n, spd.data(), 4.0, 1e-12, r32.data(), ws), Status::Ok);
+  expect_matrix_near(r32, r64, 1e-5);
+  EXPECT_NE(r32, r64);  // computed in fp32, not fp64
+}
+
+TEST(MatrixFunctionsFloat32, InverseRootsByCoupledNewtonMatchHandDerivedAndFp64) {
+  Workspace ws;
+  auto a = to_f32(hadamard_a());
+  std::vector<float> out(16);
+  ASSERT_EQ(inverse_root_newton(4, a.data(), 4, 0.0, out.data(), ws), Status::Ok);
+  expect_matrix_near(out, kHadamardRoot4, 1e-4);
+  ASSERT_EQ(inverse_root_newton(4, a.data(), 2, 0.0, out.data(), ws), Status::Ok);
+  expect_matrix_near(out, kHadamardRoot2, 1e-4);
+  // fp64's tolerance is below fp32 roundoff: the iteration cannot reach it.
+  EXPECT_EQ(inverse_root_newton(4, a.data(), 4, 0.0, out.data(), ws, 100, 1e-12), Status::NotConverged);
+  const int n = 40;
+  auto spd = well_conditioned_spd(n, 2);
+  std::vector<double> r64(n * n), r32(n * n);
+  ASSERT_EQ(inverse_root_newton(Precision::Float64, n, spd.data(), 4, 0.0, r64.data(), ws), Status::Ok);
+  ASSERT_EQ(inverse_root_newton(Precision::Float32, n, spd.data(), 4, 0.0, r32.data(), ws), Status::Ok);
+  expect_matrix_near(r32, r64, 1e-4);
+}
+
+TEST(MatrixFunctionsFloat32, EpsilonShiftsClampsAndSingularThresholdUsesFp32Epsilon) {
+  Workspace ws;
+  std::vector<float> a = {-1e-12f, 0, 0, 3}, out(4);
+  ASSERT_EQ(inverse_root_eigh(2, a.data(), 2, 1.0, out.data(), ws), Status::Ok);
+  EXPECT_NEAR(out[0], 1.0, 1e-6);
+  EXPECT_NEAR(out[3], 0.5, 1e-6);
+  std::vector<float> sing = {1, 1, 1, 1};
+  EXPECT_EQ(inverse_root_eigh(2, sing.data(), 2, 0.0, out.data(), ws), Status::NotPositive);
+  std::vector<float> neg = {-5, 0, 0, 3};
+  ASSERT_EQ(inverse_root_eigh(2, neg.data(), 2, 1.0, out.data(), ws), Status::Ok);
+  EXPECT_NEAR(out[0], 1.0, 1e-6);
+  // diag(1, 1e-9): above fp64's singular threshold (2 * 2.2e-16), below fp32's (2 * 1.2e-7).
+  std::vector<double> tiny64 = {1, 0, 0, 1e-9}, out64(4);
+  std::vector<float> tiny32 = to_f32(tiny64);
+  EXPECT_EQ(inverse_root_eigh(2, tiny64.data(), 2, 0.0, out64.data(), ws), Status::Ok);
+  EXPECT_EQ(inverse_root_eigh(2, tiny32.data(), 2, 0.0, out.data(), ws), Status::NotPositive);
+  EXPECT_EQ(inverse_root_eigh(Precision::Float32, 2, tiny64.data(), 2, 0.0, out64.data(), ws), Status::NotPositive);
+}
+
+TEST(MatrixFunctionsFloat32, NonFiniteInputIsReportedNotPropagated) {
+  Workspace ws;
+  std::vector<float> a = {1, std::numeric_limits<float>::quiet_NaN(), 0, 1}, out(4, 7.0f), w(2), v(4);
+  EXPECT_EQ(eigh(2, a.data(), w.data(), v.data(), ws), Status::NonFinite);
+  EXPECT_EQ(inverse_root_eigh(2, a.data(), 4, 1e-6, out.data(), ws), Status::NonFinite);
+  EXPECT_EQ(inverse_root_newton(2, a.data(), 4, 1e-6, out.data(), ws), Status::NonFinite);
+  std::vector<int> perm;
+  std::vector<float> q = {1, 0, 0, 1};
+  EXPECT_EQ(qr_refresh(2, a.data(), q.data(), perm, ws), Status::NonFinite);
+  EXPECT_EQ(q[0], 1.0f);
+  // fp64 data beyond the fp32 range is non-finite in fp32 (fine in fp64); outputs untouched.
+  std::vector<double> big = {1e39, 0, 0, 1}, out64(4, 7.0), q64 = {1, 0, 0, 1};
+  EXPECT_EQ(inverse_root_eigh(Precision::Float64, 2, big.data(), 4, 1e-6, out64.data(), ws), Status::Ok);
+  out64.assign(4, 7.0);
+  EXPECT_EQ(inverse_root_eigh(Precision::Float32, 2, big.data(), 4, 1e-6, out64.data(), ws), Status::NonFinite);
+  EXPECT_EQ(inverse_root_newton(Precision::Float32, 2, big.data(), 4, 1e-6, out64.data(), ws), Status::NonFinite);
+  EXPECT_EQ(out64, std::vector<double>(4, 7.0));
+  EXPECT_EQ(qr_refresh(Precision::Float32, 2, big.data(), q64.data(), perm, ws), Status::NonFinite);
+  EXPECT_EQ(q64, (std::vector<double>{1, 0, 0, 1}));
+}
+
+TEST(MatrixFunctionsFloat32, QrRefreshSortsDescendingStaysOrthonormalAndConverges) {
+  Workspace ws;
+  auto a = to_f32(hadamard_a());
+  auto q = hadamard_q();
+  std::vector<float> basis = to_f32(q);
+  std::vector<int> perm;
+  ASSERT_EQ(qr_refresh(4, a.data(), basis.data(), perm, ws), Status::Ok);
+  EXPECT_EQ(perm, (std::vector<int>{3, 2, 1, 0}));
+  EXPECT_LT(orthonormality_error(4, basis), 1e-6);
+  for (int k = 0; k < 4; ++k) {
+    double dot = 0;
+    for (int i = 0; i < 4; ++i) dot += basis[i * 4 + k] * q[i * 4 + (3 - k)];
+    EXPECT_NEAR(std::abs(dot), 1.0, 1e-6);
+  }
+  // Without sorting the order is kept.
+  basis = to_f32(q);
+  ASSERT_EQ(qr_refresh(4, a.data(), basis.data(), perm, ws, /*sort=*/false), Status::Ok);
+  EXPECT_EQ(perm, (std::vector<int>{0, 1, 2, 3}));
+  std::vector<float> start = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  for (int it = 0; it < 60; ++it) ASSERT_EQ(qr_refresh(4, a.data(), start.data(), perm, ws), Status::Ok);
+  EXPECT_LT(orthonormality_error(4, start), 1e-6);
+  for (int k = 0; k < 4; ++k) {
+    double dot = 0;
+    for (int i = 0; i < 4; ++i) dot += start[i * 4 + k] * q[i * 4 + (3 - k)];
+    EXPECT_NEAR(std::abs(dot), 1.0, 1e-5) << "column " << k;
+  }
+  std::vector<float> eb(16);
+  ASSERT_EQ(eigenbasis_descending(4, a.data(), eb.data(), ws), Status::Ok);
+  for (int k = 0; k < 4; ++k) {
+    double dot = 0;
+    for (int i = 0; i < 4; ++i) dot += eb[i * 4 + k] * q[i * 4 + (3 - k)];
+    EXPECT_NEAR(std::abs(dot), 1.0, 1e-6);
+  }
+}
+
+TEST(MatrixFunctionsFloat32, QrRefreshOfFp64DataMatchesFp64) {
+  Workspace ws;
+  const int n = 40;
+  auto l = well_conditioned_spd(n, 3);
+  std::vector<double> q64(n * n, 0.0);
+  for (int i = 0; i < n; ++i) q64[i * n + i] = 1.0;
+  std::vector<double> q32 = q64;
+  std::vector<int> p64, p32;
+  for (int it = 0; it < 3; ++it) {
+    ASSERT_EQ(qr_refresh(Precision::Float64, n, l.data(), q64.data(), p64, ws), Status::Ok);
+    ASSERT_EQ(qr_refresh(Precision::Float32, n, l.data(), q32.data(), p32, ws), Status::Ok);
+    EXPECT_EQ(p32, p64) << "refresh " << it;
+    expect_matrix_near(q32, q64, 1e-4);
+    EXPECT_LT(orthonormality_error(n, q32), 1e-5);
+  }
+  EXPECT_NE(q32, q64);
 }

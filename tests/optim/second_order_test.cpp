@@ -49,11 +49,13 @@ std::vector<std::vector<float>> random_grads(int steps, int m, int n, uint32_t s
 // the parameters after every step.
 template <class Ref>
 void compare_with_reference(const std::string& algo, const ref::Hyper& h, int m, int n, int64_t max_dim,
-                            int steps, double rel_tol, bool stagger = false) {
+                            int steps, double rel_tol, bool stagger = false,
+                            matfn::Precision refresh_dtype = matfn::Precision::Float64) {
   ParamTable t;
   t.add("w", {m, n}, ParamClass::Matrix);
   SecondOrderParams p = params_for(algo, h, max_dim);
   p.stagger = stagger;
+  p.precond.refresh_dtype = refresh_dtype;
   SecondOrderOptimizer opt(p, {t});
   const double lr = 0.05;
   std::vector<float> w(static_cast<size_t>(m) * n);
@@ -92,6 +94,42 @@ void compare_with_reference(const std::string& algo, const ref::Hyper& h, int m,
     }
     ASSERT_LE(err, rel_tol * size) << algo << " step " << s + 1;
   }
+}
+
+// The parameters after `steps` steps of the production optimizer from the same start and
+// gradients as compare_with_reference, with refresh_dtype fp64 and fp32.
+struct Fp64AndFp32 {
+  std::vector<float> w0, w64, w32;
+};
+Fp64AndFp32 run_fp64_and_fp32(SecondOrderParams p, int m, int n, int steps) {
+  ParamTable t;
+  t.add("w", {m, n}, ParamClass::Matrix);
+  Fp64AndFp32 r;
+  r.w0.resize(static_cast<size_t>(m) * n);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& x : r.w0) x = nd(rng);
+  auto grads = random_grads(steps, m, n, 5);
+  for (auto dtype : {matfn::Precision::Float64, matfn::Precision::Float32}) {
+    p.precond.refresh_dtype = dtype;
+    SecondOrderOptimizer opt(p, {t});
+    std::vector<float>& w = dtype == matfn::Precision::Float64 ? r.w64 : r.w32;
+    w = r.w0;
+    for (int s = 0; s < steps; ++s) opt.step_layer(0, w.data(), grads[s].data(), 1.0f, 0.05, s + 1);
+  }
+  return r;
+}
+
+// fp32 refreshes change the parameters (the option takes effect), by little: at most rel_tol of
+// the largest displacement of the fp64 run.
+void expect_fp32_differs_but_close(const Fp64AndFp32& r, double rel_tol, const std::string& what) {
+  double diff = 0, size = 0;
+  for (size_t i = 0; i < r.w0.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(r.w32[i]) - r.w64[i]));
+    size = std::max(size, std::abs(static_cast<double>(r.w64[i]) - r.w0[i]));
+  }
+  EXPECT_GT(diff, 0.0) << what << ": float32 and float64 refreshes gave the same bits";
+  EXPECT_LE(diff, rel_tol * size) << what;
 }
 
 }  // namespace
@@ -337,4 +375,103 @@ TEST(SecondOrder, InjectedEighFailureKeepsRootsThenRecovers) {
   EXPECT_THROW(opt.step_layer(0, w.data(), g[3].data(), 1.0f, 0.1, 5), Error);
   matfn::inject_eigh_failures(0);
   for (float x : w) EXPECT_TRUE(std::isfinite(x));
+}
+
+// optim.refresh_dtype float32: roots / bases computed in fp32 still follow the fp64 references,
+// and differ from the fp64 refresh (the option takes effect) by little. Measured relative errors
+// against the references: about 1e-5 for 3 x 3 blocks, up to 2e-4 for SOAP's 16 x 15 block
+// (fp64 there: 3e-5); the tolerance leaves room for fp32 roundoff in the refresh, amplified where
+// eigenvalues are close, while a wrong basis or root is off by O(1).
+constexpr double kFp32Tol = 1e-3;
+
+TEST(Shampoo, Float32RefreshMatchesReferenceAndDiffersFromFloat64) {
+  ref::Hyper h{0.9, 0.999, 0.95, 1e-8};
+  h.root_eps = 1e-6;
+  h.freq = 2;
+  h.start = 2;
+  h.weight_decay = 0.1;
+  const auto f32 = matfn::Precision::Float32;
+  compare_with_reference<ref::Shampoo>("shampoo", h, 6, 5, 3, 7, kFp32Tol, false, f32);
+  compare_with_reference<ref::Shampoo>("shampoo", h, 16, 15, 16, 7, kFp32Tol, false, f32);
+  expect_fp32_differs_but_close(run_fp64_and_fp32(params_for("shampoo", h, 3), 6, 5, 7), kFp32Tol, "shampoo");
+  expect_fp32_differs_but_close(run_fp64_and_fp32(params_for("shampoo", h, 16), 16, 15, 7), kFp32Tol,
+                                "shampoo 16 x 15");
+  // The coupled Newton iteration in fp32 (with its fp32 tolerance) as well.
+  auto p = params_for("shampoo", h, 16);
+  p.precond.root_method = RootMethod::Newton;
+  expect_fp32_differs_but_close(run_fp64_and_fp32(p, 16, 15, 7), kFp32Tol, "shampoo newton");
+}
+
+TEST(Soap, Float32RefreshMatchesReferenceAndDiffersFromFloat64) {
+  ref::Hyper h{0.95, 0.95, 0.95, 1e-8};
+  h.freq = 2;
+  h.weight_decay = 0.01;
+  const auto f32 = matfn::Precision::Float32;
+  compare_with_reference<ref::Soap>("soap", h, 6, 5, 3, 9, kFp32Tol, false, f32);
+  compare_with_reference<ref::Soap>("soap", h, 16, 15, 16, 9, kFp32Tol, false, f32);
+  expect_fp32_differs_but_close(run_fp64_and_fp32(params_for("soap", h, 3), 6, 5, 9), kFp32Tol, "soap");
+  expect_fp32_differs_but_close(run_fp64_and_fp32(params_for("soap", h, 16), 16, 15, 9), kFp32Tol,
+                                "soap 16 x 15");
+  // No refresh within the run: only the initial eigenbasis is computed, in fp32 too.
+  h.freq = 1000;
+  expect_fp32_differs_but_close(run_fp64_and_fp32(params_for("soap", h, 8), 6, 5, 4), kFp32Tol,
+                                "soap initial basis");
+}
+
+TEST(KLShampoo, Float32RefreshMatchesReferenceAndDiffersFromFloat64) {
+  ref::Hyper h{0.9, 0.98, 0.98, 1e-8};
+  h.freq = 2;
+  h.weight_decay = 0.01;
+  const auto f32 = matfn::Precision::Float32;
+  compare_with_reference<ref::KLShampoo>("kl_shampoo", h, 6, 5, 3, 9, kFp32Tol, false, f32);
+  compare_with_reference<ref::KLShampoo>("kl_shampoo", h, 16, 15, 16, 9, kFp32Tol, false, f32);
+  expect_fp32_differs_but_close(run_fp64_and_fp32(params_for("kl_shampoo", h, 3), 6, 5, 9), kFp32Tol,
+                                "kl_shampoo");
+  expect_fp32_differs_but_close(run_fp64_and_fp32(params_for("kl_shampoo", h, 16), 16, 15, 9), kFp32Tol,
+                                "kl_shampoo 16 x 15");
+  h.freq = 1000;
+  expect_fp32_differs_but_close(run_fp64_and_fp32(params_for("kl_shampoo", h, 8), 6, 5, 4), kFp32Tol,
+                                "kl_shampoo initial basis");
+}
+
+// The refresh itself (not only the initial basis) honors refresh_dtype: the same snapshot
+// computed by a float64 and a float32 block gives results that differ, but only by fp32 roundoff.
+TEST(SecondOrder, Float32ComputeRefreshDiffersFromFloat64ButIsClose) {
+  for (const char* algo : {"shampoo", "soap", "kl_shampoo"}) {
+    PreconditionerParams p64;
+    p64.beta1 = 0.9;
+    p64.beta2 = 0.95;
+    p64.shampoo_beta = 0.95;
+    p64.root_eps = 1e-6;
+    PreconditionerParams p32 = p64;
+    p32.refresh_dtype = matfn::Precision::Float32;
+    const int m = 16, n = 15;
+    auto b64 = make_preconditioner(algo, "b", m, n, p64);
+    auto b32 = make_preconditioner(algo, "b", m, n, p32);
+    RefreshJob job;
+    matfn::Workspace ws;
+    auto g = random_grads(4, m, n, 6);
+    for (auto& gs : g) b64->step(gs.data(), job, ws, /*refresh=*/false);
+    b64->snapshot(job);
+    RefreshJob job32 = job;
+    b64->compute_refresh(job, ws);
+    b32->compute_refresh(job32, ws);
+    ASSERT_EQ(job.status, matfn::Status::Ok) << algo;
+    ASSERT_EQ(job32.status, matfn::Status::Ok) << algo;
+    const bool roots = std::string(algo) == "shampoo";
+    for (int side = 0; side < 2; ++side) {
+      const auto& x64 = roots ? (side ? job.right_root : job.left_root) : (side ? job.right_basis : job.left_basis);
+      const auto& x32 = roots ? (side ? job32.right_root : job32.left_root)
+                              : (side ? job32.right_basis : job32.left_basis);
+      double diff = 0, size = 0;
+      for (size_t i = 0; i < x64.size(); ++i) {
+        diff = std::max(diff, std::abs(x32[i] - x64[i]));
+        size = std::max(size, std::abs(x64[i]));
+      }
+      EXPECT_GT(diff, 0.0) << algo << " side " << side << ": the float32 refresh gave fp64's bits";
+      EXPECT_LE(diff, 1e-4 * size) << algo << " side " << side;
+    }
+    EXPECT_EQ(job32.left_perm, job.left_perm) << algo;
+    EXPECT_EQ(job32.right_perm, job.right_perm) << algo;
+  }
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "train/config.hpp"
+#include "train/optimizer_factory.hpp"
 
 using namespace asteria;
 
@@ -164,6 +165,21 @@ TEST(Config, OptimizerNameSetsItsDefaults) {
                {"'optim.root_method'", "newton"});
   // The resolved config round-trips with the subsection.
   EXPECT_EQ(config_to_yaml(load_config_text(config_to_yaml(kl), "r.yaml")), config_to_yaml(kl));
+}
+
+TEST(Config, RefreshDtypeIsFloat64OrFloat32) {
+  // Default float64 (every existing result); float32 reaches the preconditioners.
+  Config def = load_config_text("optim:\n  name: soap\n", "f.yaml");
+  EXPECT_EQ(def.optim.refresh_dtype, "float64");
+  EXPECT_EQ(second_order_params(def.optim).precond.refresh_dtype, matfn::Precision::Float64);
+  Config f32 = load_config_text("optim:\n  name: shampoo\n  refresh_dtype: float32\n", "f.yaml");
+  EXPECT_EQ(f32.optim.refresh_dtype, "float32");
+  EXPECT_EQ(second_order_params(f32.optim).precond.refresh_dtype, matfn::Precision::Float32);
+  EXPECT_EQ(config_to_yaml(load_config_text(config_to_yaml(f32), "r.yaml")), config_to_yaml(f32));
+  expect_error([] { load_config_text("optim:\n  name: soap\n  refresh_dtype: float16\n", "f.yaml"); },
+               {"f.yaml:3", "'optim.refresh_dtype'", "float64, float32"});
+  expect_error([] { load_config_text("optim:\n  name: soap\n", "f.yaml", {"optim.refresh_dtype=fp32"}); },
+               {"--set optim.refresh_dtype=fp32", "'optim.refresh_dtype'", "float64, float32"});
 }
 
 TEST(Config, MissingFileIsAnError) {
