@@ -165,12 +165,13 @@ Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, Workspa
   Real* Qs = s.b.data();
   Real* w = s.w.data();
   gemm(n, false, false, Real(1), L, Q, Real(0), LQ);
-  // d_j = q_j^T L q_j (accumulated in fp64).
-  for (int j = 0; j < n; ++j) {
-    double d = 0;
-    for (int i = 0; i < n; ++i) d += static_cast<double>(Q[i * n + j]) * LQ[i * n + j];
-    w[j] = static_cast<Real>(d);
-  }
+  // d_j = q_j^T L q_j, accumulated in fp64, row by row (contiguous; same order of the sum).
+  if (ws.sums.size() < static_cast<size_t>(n)) ws.sums.resize(n);
+  double* d = ws.sums.data();
+  std::fill(d, d + n, 0.0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) d[j] += static_cast<double>(Q[i * n + j]) * LQ[i * n + j];
+  for (int j = 0; j < n; ++j) w[j] = static_cast<Real>(d[j]);
   perm.resize(n);
   std::iota(perm.begin(), perm.end(), 0);
   if (sort) std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return w[a] > w[b]; });

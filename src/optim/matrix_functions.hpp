@@ -32,6 +32,7 @@ struct Workspace {
   Scratch<double> f64;
   Scratch<float> f32;
   std::vector<float> in, out;   // fp64 data rounded to fp32 (the Precision overloads)
+  std::vector<double> sums;     // fp64 accumulators, one per column
   template <class Real>
   Scratch<Real>& get() {
     if constexpr (std::is_same_v<Real, float>) return f32;
