@@ -83,7 +83,8 @@ struct ShadowConfig {
   std::string lane = "workers"; // workers: root jobs on the host workers; compute: in a batch on
                                 // the compute lane's threads (no spare cores; same results)
   int64_t delay = 3;            // D: a snapshot of step t is published at step t + D
-  int64_t sync_steps = 0;       // refreshes opened at steps <= this publish at once (warm-up)
+  int64_t sync_steps = -1;      // refreshes opened at steps <= this publish at once (the bases
+                                // move fastest early); -1 = train.warmup_steps
   double worker_delay_ms = 0;   // for tests: every root job first sleeps this long
 };
 

@@ -49,7 +49,10 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-ShadowDelay shadow_delay(const ShadowConfig& c) { return ShadowDelay{c.delay, c.sync_steps}; }
+ShadowDelay shadow_delay(const Config& cfg) {
+  const ShadowConfig& c = cfg.runtime.shadow;
+  return ShadowDelay{c.delay, c.sync_steps >= 0 ? c.sync_steps : cfg.train.warmup_steps};
+}
 
 void set_threads(int threads) {
   if (threads <= 0) return;
@@ -118,7 +121,7 @@ struct Trainer::Impl {
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     if (cfg.runtime.mode == "asteria" && second_order) {
       if (cfg.runtime.shadow.lane == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
-      shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg.runtime.shadow),
+      shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0);
     }
     executor = std::make_unique<Executor>(pool.get());
@@ -313,11 +316,11 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
       for (int b = 0; b < counts[l]; ++b) due += schedule->due(l, b, step);
     note = "refreshes at this step: " + std::to_string(due) + " block(s) (" +
            (cfg.runtime.mode == "asteria"
-                ? "shadow pipeline, delay " + std::to_string(shadow_delay(cfg.runtime.shadow).at(step))
+                ? "shadow pipeline, delay " + std::to_string(shadow_delay(cfg).at(step))
                 : std::string("native: inline in optim_step")) +
            ")\n";
     if (cfg.runtime.mode == "asteria") {
-      const ShadowDelay delay = shadow_delay(cfg.runtime.shadow);
+      const ShadowDelay delay = shadow_delay(cfg);
       if (cfg.runtime.shadow.lane == "compute" && delay.delay > 0)
         placement = std::make_unique<RootJobPlacement>(
             *schedule, blocks, delay, cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads());

@@ -34,7 +34,7 @@ TEST(Cli, PrintPlanListsOpsPerLayer) {
 // warm-up (runtime.shadow.sync_steps) have none.
 TEST(Cli, PrintPlanShowsShadowOps) {
   const std::string base = kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.mode=asteria " +
-                           "--set runtime.shadow.delay=2 --set optim.precondition_frequency=10 --print-plan ";
+                           "--set runtime.shadow.delay=2 --set optim.precondition_frequency=10 --set train.warmup_steps=5 --print-plan ";
   std::string out;
   // SOAP's first refresh is at step 11 (count t - 1 = 10): snapshot and root jobs publishing at 13.
   ASSERT_EQ(0, run_command(base + "--plan-step 11", &out)) << out;
@@ -48,11 +48,15 @@ TEST(Cli, PrintPlanShowsShadowOps) {
   EXPECT_EQ(out.find("publish_wait"), std::string::npos) << out;
   EXPECT_EQ(out.find("snapshot "), std::string::npos) << out;
   // With the refresh of step 11 inside the warm-up it runs inline: no shadow ops at 11 or 13.
-  for (const char* step : {"11", "13"}) {
-    ASSERT_EQ(0, run_command(base + "--set runtime.shadow.sync_steps=11 --plan-step " + step, &out)) << out;
-    EXPECT_EQ(out.find("root_job"), std::string::npos) << step << out;
-    EXPECT_EQ(out.find("publish_wait"), std::string::npos) << step << out;
-  }
+  // The warm-up is train.warmup_steps unless runtime.shadow.sync_steps says otherwise.
+  for (const char* warmup : {"--set runtime.shadow.sync_steps=11 ", "--set train.warmup_steps=11 "})
+    for (const char* step : {"11", "13"}) {
+      ASSERT_EQ(0, run_command(base + warmup + "--plan-step " + step, &out)) << out;
+      EXPECT_EQ(out.find("root_job"), std::string::npos) << warmup << step << out;
+      EXPECT_EQ(out.find("publish_wait"), std::string::npos) << warmup << step << out;
+    }
+  ASSERT_EQ(0, run_command(base + "--set train.warmup_steps=11 --set runtime.shadow.sync_steps=0 --plan-step 11", &out));
+  EXPECT_NE(out.find("root_job"), std::string::npos) << out;
 }
 
 TEST(Cli, BadInputExitsNonZeroWithMessage) {
