@@ -6,7 +6,9 @@
 #   bench/shadow_loss.sh [STEPS] [THREADS] [SEED]      (defaults 400, 0 = all cores, 0)
 # Another seed (initialization and data order) shows how much of a difference is run-to-run.
 # ASTERIA_BENCH_RUNS="native asteria-d2" trains only those runs (the summary covers the runs
-# present in the output folder).
+# present in the output folder). ASTERIA_BENCH_SETS="key=value ..." applies to every run.
+# The asteria runs publish synchronously during the lr warm-up (runtime.shadow.sync_steps
+# defaults to train.warmup_steps); asteria-d4-nosync shows D = 4 without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-400}
@@ -27,7 +29,7 @@ run() {  # NAME [SETS...]; with ASTERIA_BENCH_REUSE=1 a finished run of STEPS st
     return
   fi
   local sets=()
-  for s in "$@"; do sets+=(--set "$s"); done
+  for s in ${ASTERIA_BENCH_SETS:-} "$@"; do sets+=(--set "$s"); done
   build/bin/asteria-train --config configs/bench-small-soap.yaml --set "run.dir=$OUT/$name" --set "train.steps=$STEPS" \
     --set run.overwrite=true --set train.eval_every=25 --set "runtime.threads=$THREADS" --set "seed=$SEED" \
     "${sets[@]}" | tail -1
@@ -39,9 +41,11 @@ run native-stagger runtime.mode=native runtime.stagger=true
 for d in 1 2 4; do
   run "asteria-d$d" runtime.mode=asteria runtime.stagger=true "runtime.shadow.delay=$d" runtime.shadow.threads=2
 done
+run asteria-d4-nosync runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=4 runtime.shadow.threads=2 \
+  runtime.shadow.sync_steps=0
 py=/usr/bin/python3
 present=()
-for r in native-stagger asteria-d1 asteria-d2 asteria-d4; do [[ -f $OUT/$r/metrics.jsonl ]] && present+=("$OUT/$r"); done
+for r in native-stagger asteria-d1 asteria-d2 asteria-d4 asteria-d4-nosync; do [[ -f $OUT/$r/metrics.jsonl ]] && present+=("$OUT/$r"); done
 {
   $py bench/summarize_runs.py --baseline "$OUT/native" "${present[@]}" --json "$OUT/summary.json"
   $py - "$OUT" <<'PY'
@@ -56,13 +60,13 @@ def final_eval(run):
     return last
 base = final_eval("native")
 print(f"native final eval loss {base:.4f}")
-for run in ["native-stagger"] + [f"asteria-d{d}" for d in (1, 2, 4)]:
+for run in ["native-stagger"] + [f"asteria-d{d}" for d in (1, 2, 4)] + ["asteria-d4-nosync"]:
     if not (out / run / "metrics.jsonl").exists():
         continue
     v = final_eval(run)
     print(f"{run}: final eval loss {v:.4f}, relative difference {100 * (v - base) / base:+.3f} % (target: within 0.5 %)")
 PY
-  echo "seed=$SEED threads=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
+  echo "seed=$SEED threads=$THREADS sets: ${ASTERIA_BENCH_SETS:-none} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
 } | tee "$OUT/summary.txt"
 labels=native
 for r in "${present[@]}"; do labels+=",${r##*/}"; done
