@@ -9,13 +9,12 @@ using namespace blockmath;
 namespace {
 
 // Q = the eigenvectors of the d x d factor F, eigenvalues descending, computed in `precision`
-// (fp32: straight from and into the fp32 state); identity on failure.
+// (fp32: straight from and into the fp32 state, retried in fp64 on failure); identity on failure.
 matfn::Status initial_basis(int64_t d, const float* F, float* Q, matfn::Precision precision) {
   static thread_local matfn::Workspace ws;
-  matfn::Status s;
-  if (precision == matfn::Precision::Float32) {
-    s = matfn::eigenbasis_descending(static_cast<int>(d), F, Q, ws);
-  } else {
+  matfn::Status s = matfn::Status::LapackError;
+  if (precision == matfn::Precision::Float32) s = matfn::eigenbasis_descending(static_cast<int>(d), F, Q, ws);
+  if (s != matfn::Status::Ok) {
     static thread_local std::vector<double> a, q;
     a.resize(d * d);
     q.resize(d * d);

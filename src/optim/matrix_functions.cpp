@@ -223,9 +223,9 @@ Status inverse_root_eigh(Precision precision, int n, const double* A, double p, 
   float* a = staging(ws.in, nn);
   float* o = staging(ws.out, nn);
   narrow(nn, A, a);
-  const Status s = inverse_root_eigh<float>(n, a, p, eps, o, ws);
-  if (s == Status::Ok) widen(nn, o, out);
-  return s;
+  if (inverse_root_eigh<float>(n, a, p, eps, o, ws) != Status::Ok) return inverse_root_eigh<double>(n, A, p, eps, out, ws);
+  widen(nn, o, out);
+  return Status::Ok;
 }
 
 Status inverse_root_newton(Precision precision, int n, const double* A, int p, double eps, double* out,
@@ -235,9 +235,9 @@ Status inverse_root_newton(Precision precision, int n, const double* A, int p, d
   float* a = staging(ws.in, nn);
   float* o = staging(ws.out, nn);
   narrow(nn, A, a);
-  const Status s = inverse_root_newton<float>(n, a, p, eps, o, ws);
-  if (s == Status::Ok) widen(nn, o, out);
-  return s;
+  if (inverse_root_newton<float>(n, a, p, eps, o, ws) != Status::Ok) return inverse_root_newton<double>(n, A, p, eps, out, ws);
+  widen(nn, o, out);
+  return Status::Ok;
 }
 
 Status qr_refresh(Precision precision, int n, const double* L, double* Q, std::vector<int>& perm,
@@ -248,9 +248,9 @@ Status qr_refresh(Precision precision, int n, const double* L, double* Q, std::v
   float* q = staging(ws.out, nn);
   narrow(nn, L, l);
   narrow(nn, Q, q);
-  const Status s = qr_refresh<float>(n, l, q, perm, ws, sort);
-  if (s == Status::Ok) widen(nn, q, Q);
-  return s;
+  if (qr_refresh<float>(n, l, q, perm, ws, sort) != Status::Ok) return qr_refresh<double>(n, L, Q, perm, ws, sort);
+  widen(nn, q, Q);
+  return Status::Ok;
 }
 
 }  // namespace asteria::matfn

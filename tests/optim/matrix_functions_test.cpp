@@ -285,7 +285,10 @@ TEST(MatrixFunctionsFloat32, EpsilonShiftsClampsAndSingularThresholdUsesFp32Epsi
   std::vector<float> tiny32 = to_f32(tiny64);
   EXPECT_EQ(inverse_root_eigh(2, tiny64.data(), 2, 0.0, out64.data(), ws), Status::Ok);
   EXPECT_EQ(inverse_root_eigh(2, tiny32.data(), 2, 0.0, out.data(), ws), Status::NotPositive);
-  EXPECT_EQ(inverse_root_eigh(Precision::Float32, 2, tiny64.data(), 2, 0.0, out64.data(), ws), Status::NotPositive);
+  // Through the fp64-data overload the fp32 failure is retried in fp64: fp64's bits.
+  std::vector<double> retried(4);
+  EXPECT_EQ(inverse_root_eigh(Precision::Float32, 2, tiny64.data(), 2, 0.0, retried.data(), ws), Status::Ok);
+  EXPECT_EQ(retried, out64);
 }
 
 TEST(MatrixFunctionsFloat32, NonFiniteInputIsReportedNotPropagated) {
@@ -298,15 +301,26 @@ TEST(MatrixFunctionsFloat32, NonFiniteInputIsReportedNotPropagated) {
   std::vector<float> q = {1, 0, 0, 1};
   EXPECT_EQ(qr_refresh(2, a.data(), q.data(), perm, ws), Status::NonFinite);
   EXPECT_EQ(q[0], 1.0f);
-  // fp64 data beyond the fp32 range is non-finite in fp32 (fine in fp64); outputs untouched.
-  std::vector<double> big = {1e39, 0, 0, 1}, out64(4, 7.0), q64 = {1, 0, 0, 1};
-  EXPECT_EQ(inverse_root_eigh(Precision::Float64, 2, big.data(), 4, 1e-6, out64.data(), ws), Status::Ok);
+  // fp64 data beyond the fp32 range is non-finite in fp32 and fine in fp64: the fp32 request is
+  // retried in fp64 and gives fp64's bits.
+  std::vector<double> big = {1e39, 0, 0, 5e38}, want(4), out64(4, 7.0);  // well conditioned
+  ASSERT_EQ(inverse_root_eigh(Precision::Float64, 2, big.data(), 4, 1e-6, want.data(), ws), Status::Ok);
+  EXPECT_EQ(inverse_root_eigh(Precision::Float32, 2, big.data(), 4, 1e-6, out64.data(), ws), Status::Ok);
+  EXPECT_EQ(out64, want);
+  ASSERT_EQ(inverse_root_newton(Precision::Float64, 2, big.data(), 4, 1e-6, want.data(), ws), Status::Ok);
+  EXPECT_EQ(inverse_root_newton(Precision::Float32, 2, big.data(), 4, 1e-6, out64.data(), ws), Status::Ok);
+  EXPECT_EQ(out64, want);
+  std::vector<double> q_want = {1, 0, 0, 1}, q64 = {1, 0, 0, 1};
+  std::vector<int> perm_want;
+  ASSERT_EQ(qr_refresh(Precision::Float64, 2, big.data(), q_want.data(), perm_want, ws), Status::Ok);
+  EXPECT_EQ(qr_refresh(Precision::Float32, 2, big.data(), q64.data(), perm, ws), Status::Ok);
+  EXPECT_EQ(q64, q_want);
+  EXPECT_EQ(perm, perm_want);
+  // Non-finite in fp64 too: reported, outputs untouched.
+  std::vector<double> nan64 = {1, std::numeric_limits<double>::quiet_NaN(), 0, 1};
   out64.assign(4, 7.0);
-  EXPECT_EQ(inverse_root_eigh(Precision::Float32, 2, big.data(), 4, 1e-6, out64.data(), ws), Status::NonFinite);
-  EXPECT_EQ(inverse_root_newton(Precision::Float32, 2, big.data(), 4, 1e-6, out64.data(), ws), Status::NonFinite);
+  EXPECT_EQ(inverse_root_eigh(Precision::Float32, 2, nan64.data(), 4, 1e-6, out64.data(), ws), Status::NonFinite);
   EXPECT_EQ(out64, std::vector<double>(4, 7.0));
-  EXPECT_EQ(qr_refresh(Precision::Float32, 2, big.data(), q64.data(), perm, ws), Status::NonFinite);
-  EXPECT_EQ(q64, (std::vector<double>{1, 0, 0, 1}));
 }
 
 TEST(MatrixFunctionsFloat32, QrRefreshSortsDescendingStaysOrthonormalAndConverges) {
