@@ -259,6 +259,8 @@ struct Trainer::Impl {
         rec["shadow_in_flight"] = shadow->in_flight();
         rec["shadow_published"] = shadow->published();
         rec["staging_s"] = executor->seconds(OpKind::Snapshot);
+        // runtime.shadow.lane compute: the step's root jobs on the compute lane.
+        if (cfg.runtime.shadow.lane == "compute") rec["root_jobs_s"] = executor->seconds(OpKind::RootJobBatch);
       }
       double eval_loss = -1;
       const bool eval_due = eval && ((cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) ||

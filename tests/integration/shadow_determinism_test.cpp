@@ -4,6 +4,9 @@
 // KL-Shampoo.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "trainer_runs.hpp"
 
 using namespace asteria;
@@ -88,6 +91,26 @@ TEST_P(ShadowDeterminism, SyncWarmupIsNativeThenDelayed) {
   EXPECT_FALSE(same_bits(one, no_warmup));
   auto native_stagger = train({"runtime.mode=native", "runtime.stagger=true"});
   EXPECT_FALSE(same_bits(one, native_stagger));
+}
+
+// The shadow metrics of every step, and on the compute lane the time of its root jobs.
+TEST_P(ShadowDeterminism, MetricsReportTheShadowPipeline) {
+  train({"runtime.mode=asteria", "runtime.stagger=true", "runtime.shadow.delay=2", "runtime.shadow.lane=compute"});
+  std::ifstream in(dir_->file("run/metrics.jsonl"));
+  std::string line;
+  double root_jobs_s = 0;
+  int64_t published = 0, steps = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    for (const char* k : {"shadow_stall_s", "shadow_in_flight", "shadow_published", "staging_s", "root_jobs_s"})
+      ASSERT_TRUE(j.contains(k)) << k << " at step " << j["step"];
+    root_jobs_s += j["root_jobs_s"].get<double>();
+    published = j["shadow_published"].get<int64_t>();
+    ++steps;
+  }
+  EXPECT_EQ(steps, 14);
+  EXPECT_GT(root_jobs_s, 0);
+  EXPECT_GT(published, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, ShadowDeterminism, ::testing::Values("shampoo", "soap", "kl_shampoo"));
