@@ -216,41 +216,46 @@ void widen(int64_t count, const float* x, double* y) {
 
 }  // namespace
 
-Status inverse_root_eigh(Precision precision, int n, const double* A, double p, double eps, double* out,
-                         Workspace& ws) {
-  if (precision == Precision::Float64) return inverse_root_eigh<double>(n, A, p, eps, out, ws);
+// A square function of one fp64 matrix, computed in fp32 (A rounded into ws, the result widened
+// into out) or, when that fails, in fp64 from A itself.
+template <class Fp32, class Fp64>
+Status fp32_or_fp64(int n, const double* A, double* out, Workspace& ws, Fp32 fp32, Fp64 fp64) {
   const int64_t nn = static_cast<int64_t>(n) * n;
   float* a = staging(ws.in, nn);
   float* o = staging(ws.out, nn);
   narrow(nn, A, a);
-  if (inverse_root_eigh<float>(n, a, p, eps, o, ws) != Status::Ok) return inverse_root_eigh<double>(n, A, p, eps, out, ws);
+  if (fp32(a, o) != Status::Ok) return fp64();
   widen(nn, o, out);
   return Status::Ok;
+}
+
+Status inverse_root_eigh(Precision precision, int n, const double* A, double p, double eps, double* out,
+                         Workspace& ws) {
+  auto fp64 = [&] { return inverse_root_eigh<double>(n, A, p, eps, out, ws); };
+  if (precision == Precision::Float64) return fp64();
+  return fp32_or_fp64(n, A, out, ws, [&](const float* a, float* o) { return inverse_root_eigh<float>(n, a, p, eps, o, ws); },
+                      fp64);
 }
 
 Status inverse_root_newton(Precision precision, int n, const double* A, int p, double eps, double* out,
                            Workspace& ws) {
-  if (precision == Precision::Float64) return inverse_root_newton<double>(n, A, p, eps, out, ws);
-  const int64_t nn = static_cast<int64_t>(n) * n;
-  float* a = staging(ws.in, nn);
-  float* o = staging(ws.out, nn);
-  narrow(nn, A, a);
-  if (inverse_root_newton<float>(n, a, p, eps, o, ws) != Status::Ok) return inverse_root_newton<double>(n, A, p, eps, out, ws);
-  widen(nn, o, out);
-  return Status::Ok;
+  auto fp64 = [&] { return inverse_root_newton<double>(n, A, p, eps, out, ws); };
+  if (precision == Precision::Float64) return fp64();
+  return fp32_or_fp64(n, A, out, ws, [&](const float* a, float* o) { return inverse_root_newton<float>(n, a, p, eps, o, ws); },
+                      fp64);
 }
 
 Status qr_refresh(Precision precision, int n, const double* L, double* Q, std::vector<int>& perm,
                   Workspace& ws, bool sort) {
-  if (precision == Precision::Float64) return qr_refresh<double>(n, L, Q, perm, ws, sort);
-  const int64_t nn = static_cast<int64_t>(n) * n;
-  float* l = staging(ws.in, nn);
-  float* q = staging(ws.out, nn);
-  narrow(nn, L, l);
-  narrow(nn, Q, q);
-  if (qr_refresh<float>(n, l, q, perm, ws, sort) != Status::Ok) return qr_refresh<double>(n, L, Q, perm, ws, sort);
-  widen(nn, q, Q);
-  return Status::Ok;
+  auto fp64 = [&] { return qr_refresh<double>(n, L, Q, perm, ws, sort); };
+  if (precision == Precision::Float64) return fp64();
+  // Q is input and output: its fp32 copy is the fp32 call's output buffer.
+  return fp32_or_fp64(n, L, Q, ws,
+                      [&](const float* l, float* q) {
+                        narrow(static_cast<int64_t>(n) * n, Q, q);
+                        return qr_refresh<float>(n, l, q, perm, ws, sort);
+                      },
+                      fp64);
 }
 
 }  // namespace asteria::matfn

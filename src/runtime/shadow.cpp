@@ -15,18 +15,18 @@ namespace asteria {
 ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s)
     : opt_(opt), pool_(pool), delay_(delay), worker_delay_s_(worker_delay_s) {
   ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
-  std::vector<std::vector<MatrixBlock>> all_blocks;
+  std::vector<std::vector<MatrixBlock>> blocks;
+  std::vector<int> counts;
   for (int l = 0; l < opt.num_layers(); ++l) {
-    queues_.emplace_back(opt.blocks(l).size());
-    all_blocks.push_back(opt.blocks(l));
+    blocks.push_back(opt.blocks(l));
+    counts.push_back(static_cast<int>(blocks.back().size()));
+    queues_.emplace_back(blocks.back().size());
   }
   const int threads = pool ? pool->size() : omp_get_max_threads();
   for (int w = 0; w < threads; ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
   if (!pool && delay.delay > 0)
-    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), all_blocks, delay, threads);
-  std::vector<int> blocks;
-  for (int l = 0; l < opt.num_layers(); ++l) blocks.push_back(static_cast<int>(opt.blocks(l).size()));
-  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(blocks), delay, placement_.get());
+    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), blocks, delay, threads);
+  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get());
   opt_.set_refresh_policy(this);
 }
 

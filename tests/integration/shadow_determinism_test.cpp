@@ -30,6 +30,10 @@ class ShadowDeterminism : public ::testing::TestWithParam<const char*> {
     sets.insert(sets.end(), extra.begin(), extra.end());
     return train_params(load_config_text("seed: 5\nmodel:\n  preset: tiny\n  n_layers: 1\n", "shadow.yaml", sets));
   }
+  std::vector<float> train(std::vector<std::string> base, const std::vector<std::string>& more) {
+    base.insert(base.end(), more.begin(), more.end());
+    return train(std::move(base));
+  }
 
   std::unique_ptr<TempDir> dir_;
 };
@@ -47,11 +51,7 @@ TEST_P(ShadowDeterminism, DelayZeroWithoutStaggerEqualsNative) {
 TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
   for (const char* delay : {"runtime.shadow.delay=1", "runtime.shadow.delay=2"}) {
     std::vector<std::string> base = {"runtime.mode=asteria", "runtime.stagger=true", delay};
-    auto with = [&](std::vector<std::string> more) {
-      auto s = base;
-      s.insert(s.end(), more.begin(), more.end());
-      return train(s);
-    };
+    auto with = [&](const std::vector<std::string>& more) { return train(base, more); };
     auto one = with({"runtime.shadow.threads=1"});
     auto two_slow = with({"runtime.shadow.threads=2", "runtime.shadow.worker_delay_ms=30"});
     auto four = with({"runtime.shadow.threads=4"});
@@ -79,11 +79,7 @@ TEST_P(ShadowDeterminism, SyncWarmupIsNativeThenDelayed) {
   // native nor the run without warm-up (refreshes at steps 2..14 with F = 3 fall on both sides).
   std::vector<std::string> part = {"runtime.mode=asteria", "runtime.stagger=true", "runtime.shadow.delay=2",
                                    "runtime.shadow.sync_steps=7"};
-  auto with = [&](std::vector<std::string> more) {
-    auto s = part;
-    s.insert(s.end(), more.begin(), more.end());
-    return train(s);
-  };
+  auto with = [&](const std::vector<std::string>& more) { return train(part, more); };
   auto one = with({"runtime.shadow.threads=1"});
   auto two_slow = with({"runtime.shadow.threads=2", "runtime.shadow.worker_delay_ms=30"});
   EXPECT_TRUE(same_bits(one, two_slow));

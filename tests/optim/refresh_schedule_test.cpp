@@ -4,28 +4,14 @@
 
 #include <algorithm>
 
+#include "bench_small_blocks.hpp"
 #include "optim/refresh_schedule.hpp"
 
 using namespace asteria;
+using asteria::testing::bench_small_blocks;
+using asteria::testing::block;
 
 namespace {
-
-MatrixBlock block(int64_t rows, int64_t cols) {
-  MatrixBlock b;
-  b.rows = rows;
-  b.cols = cols;
-  return b;
-}
-
-// bench-small's preconditioned blocks (max_preconditioner_dim 1024): per layer the fused QKV
-// 768 x 256, the attention output 256 x 256, the SwiGLU input 2048 x 256 as two 1024 x 256
-// blocks, the MLP output 256 x 1024.
-std::vector<std::vector<MatrixBlock>> bench_small_blocks(int layers) {
-  std::vector<std::vector<MatrixBlock>> blocks;
-  for (int l = 0; l < layers; ++l)
-    blocks.push_back({block(768, 256), block(256, 256), block(1024, 256), block(1024, 256), block(256, 1024)});
-  return blocks;
-}
 
 // Cost of the blocks refreshing at each slot of the period.
 std::vector<double> slot_loads(const RefreshSchedule& s, const std::vector<std::vector<MatrixBlock>>& blocks) {

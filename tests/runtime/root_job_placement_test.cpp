@@ -6,18 +6,14 @@
 #include <map>
 #include <tuple>
 
+#include "../optim/bench_small_blocks.hpp"
 #include "runtime/root_job_placement.hpp"
 
 using namespace asteria;
+using asteria::testing::bench_small_blocks;
+using asteria::testing::block;
 
 namespace {
-
-MatrixBlock block(int64_t rows, int64_t cols) {
-  MatrixBlock b;
-  b.rows = rows;
-  b.cols = cols;
-  return b;
-}
 
 // The wall time of a step's batch on `threads` threads, the jobs handed out largest first to
 // the thread that frees up first (what dynamic scheduling does with the sorted batch).
@@ -57,11 +53,9 @@ TEST(RootJobPlacement, EqualJobsPairUpOnTwoThreads) {
 }
 
 TEST(RootJobPlacement, EveryRefreshRunsOnceBeforeItsPublishStep) {
-  // bench-small's blocks (see refresh_schedule_test.cpp), 4 layers, SOAP F = 10, D = 3, and a
-  // synchronous warm-up of 15 steps whose refreshes are not the placement's.
-  std::vector<std::vector<MatrixBlock>> blocks;
-  for (int l = 0; l < 4; ++l)
-    blocks.push_back({block(768, 256), block(256, 256), block(1024, 256), block(1024, 256), block(256, 1024)});
+  // bench-small's blocks, 4 layers, SOAP F = 10, D = 3, and a synchronous warm-up of 15 steps
+  // whose refreshes are not the placement's.
+  const auto blocks = bench_small_blocks(4);
   for (bool stagger : {false, true}) {
     RefreshSchedule s("soap", 10, 1, stagger, blocks);
     const ShadowDelay delay{3, 15};
@@ -93,9 +87,7 @@ TEST(RootJobPlacement, LagsShortenBenchSmallsBatches) {
   // With the cost-balanced stagger every step of bench-small opens about one 1024 x 256 refresh
   // (B), so without lags each step's batch lasts at least B while the other thread has less to
   // do. Lags of up to D - 1 = 2 steps pair the large jobs.
-  std::vector<std::vector<MatrixBlock>> blocks;
-  for (int l = 0; l < 4; ++l)
-    blocks.push_back({block(768, 256), block(256, 256), block(1024, 256), block(1024, 256), block(256, 1024)});
+  const auto blocks = bench_small_blocks(4);
   RefreshSchedule s("soap", 10, 1, true, blocks);
   RootJobPlacement d1(s, blocks, ShadowDelay{1, 0}, 2);
   RootJobPlacement d3(s, blocks, ShadowDelay{3, 0}, 2);
