@@ -69,12 +69,14 @@ void EigenbasisBlock::snapshot(RefreshJob& job) const {
   to_double(n * n, QR_.data(), job.right_basis.data());
 }
 
-void EigenbasisBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
-  const int m = static_cast<int>(job.rows), n = static_cast<int>(job.cols);
-  const matfn::Precision prec = p_.refresh_dtype;
-  job.status = matfn::qr_refresh(prec, m, job.left.data(), job.left_basis.data(), job.left_perm, ws, sort_);
-  if (job.status == matfn::Status::Ok)
-    job.status = matfn::qr_refresh(prec, n, job.right.data(), job.right_basis.data(), job.right_perm, ws, sort_);
+void EigenbasisBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const {
+  // Parts 0-2: the left factor's QR refresh, 3-5: the right's.
+  const bool left = part < matfn::kQrRefreshParts;
+  job.status = left ? matfn::qr_refresh_part(part, p_.refresh_dtype, static_cast<int>(job.rows), job.left.data(),
+                                             job.left_basis.data(), job.left_perm, job.left_carry, ws, sort_)
+                    : matfn::qr_refresh_part(part - matfn::kQrRefreshParts, p_.refresh_dtype,
+                                             static_cast<int>(job.cols), job.right.data(), job.right_basis.data(),
+                                             job.right_perm, job.right_carry, ws, sort_);
 }
 
 void EigenbasisBlock::install(const RefreshJob& job) {

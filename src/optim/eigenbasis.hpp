@@ -15,7 +15,7 @@ class EigenbasisBlock : public BlockPreconditioner {
  public:
   void before_refresh(const float* G) final;
   void snapshot(RefreshJob& job) const final;
-  void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const final;
+  int refresh_parts() const final { return 2 * matfn::kQrRefreshParts; }
   void after_refresh(const float*) final {}
   bool has_direction() const final { return has_direction_; }
 
@@ -35,6 +35,7 @@ class EigenbasisBlock : public BlockPreconditioner {
   virtual void initialized() {}
   // Copies the refreshed bases in; derived classes move their state along first if needed.
   void install(const RefreshJob& job) override;
+  void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const final;
 
   StateTensor &L_ = state(0), &R_ = state(1), &QL_ = state(2), &QR_ = state(3);
   int64_t t_ = 0;

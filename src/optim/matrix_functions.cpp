@@ -9,6 +9,8 @@
 #include <limits>
 #include <numeric>
 
+#include "core/error.hpp"
+
 namespace asteria::matfn {
 
 const char* to_string(Status s) {
@@ -73,18 +75,14 @@ Status eigh(int n, const Real* A, Real* w, Real* V, Workspace& ws) {
   return Status::Ok;
 }
 
+namespace {
+
+// out = V diag(mu^(-1/p)) V^T from A's eigendecomposition (V, w; w is overwritten), computed as
+// (V diag(mu^(-1/2p))) (V diag(mu^(-1/2p)))^T in the scratch W. Without eps, an eigenvalue
+// within roundoff of zero (relative to the largest) means a singular matrix, whatever its
+// computed sign.
 template <class Real>
-Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out, Workspace& ws) {
-  Scratch<Real>& s = ws.get<Real>();
-  s.reserve(n);
-  Real* V = s.a.data();
-  Real* W = s.b.data();
-  Real* w = s.w.data();
-  Status st = eigh(n, A, w, V, ws);
-  if (st != Status::Ok) return st;
-  // out = V diag(mu^(-1/p)) V^T, computed as (V diag(mu^(-1/2p))) (V diag(mu^(-1/2p)))^T.
-  // Without eps, an eigenvalue within roundoff of zero (relative to the largest) means a
-  // singular matrix, whatever its computed sign.
+Status root_from_eigen(int n, const Real* V, Real* w, double p, double eps, Real* out, Real* W) {
   Real wmax = 0;
   for (int j = 0; j < n; ++j) wmax = std::max(wmax, std::abs(w[j]));
   const Real singular = wmax * n * std::numeric_limits<Real>::epsilon();
@@ -98,6 +96,17 @@ Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out, 
     for (int j = 0; j < n; ++j) W[i * n + j] = V[i * n + j] * w[j];
   gemm(n, false, true, Real(1), W, W, Real(0), out);
   return all_finite(static_cast<int64_t>(n) * n, out) ? Status::Ok : Status::NonFinite;
+}
+
+}  // namespace
+
+template <class Real>
+Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out, Workspace& ws) {
+  Scratch<Real>& s = ws.get<Real>();
+  s.reserve(n);
+  Status st = eigh(n, A, s.w.data(), s.a.data(), ws);
+  if (st != Status::Ok) return st;
+  return root_from_eigen(n, s.a.data(), s.w.data(), p, eps, out, s.b.data());
 }
 
 template <class Real>
@@ -155,14 +164,16 @@ Status eigenbasis_descending(int n, const Real* L, Real* Q, Workspace& ws) {
   return Status::Ok;
 }
 
+namespace {
+
+// qr_refresh's three parts. power: Qs = (L Q)[:, perm], perm from the estimates diag(Q^T L Q).
 template <class Real>
-Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, Workspace& ws, bool sort) {
+Status qr_power(int n, const Real* L, const Real* Q, std::vector<int>& perm, Real* Qs, Workspace& ws, bool sort) {
   Scratch<Real>& s = ws.get<Real>();
   s.reserve(n);
   const int64_t nn = static_cast<int64_t>(n) * n;
   if (!all_finite(nn, L) || !all_finite(nn, Q)) return Status::NonFinite;
   Real* LQ = s.a.data();
-  Real* Qs = s.b.data();
   Real* w = s.w.data();
   gemm(n, false, false, Real(1), L, Q, Real(0), LQ);
   // d_j = q_j^T L q_j, accumulated in fp64, row by row (contiguous; same order of the sum).
@@ -178,14 +189,35 @@ Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, Workspa
   // Power step on the re-sorted basis: L Q[:, perm] = (L Q)[:, perm].
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < n; ++k) Qs[i * n + k] = LQ[i * n + perm[k]];
-  Real* tau = s.c.data();  // n entries used
-  lapack_int info = geqrf(n, Qs, tau);
-  if (info != 0) return Status::LapackError;
-  info = orgqr(n, Qs, tau);
-  if (info != 0) return Status::LapackError;
-  if (!all_finite(nn, Qs)) return Status::NonFinite;
-  std::copy(Qs, Qs + nn, Q);
   return Status::Ok;
+}
+
+// factor: Qs <- its QR factors (geqrf), tau: n entries.
+template <class Real>
+Status qr_factor(int n, Real* Qs, Real* tau) {
+  return geqrf(n, Qs, tau) == 0 ? Status::Ok : Status::LapackError;
+}
+
+// form: Qs <- Q of the QR factors (orgqr).
+template <class Real>
+Status qr_form(int n, Real* Qs, const Real* tau) {
+  if (orgqr(n, Qs, tau) != 0) return Status::LapackError;
+  return all_finite(static_cast<int64_t>(n) * n, Qs) ? Status::Ok : Status::NonFinite;
+}
+
+}  // namespace
+
+template <class Real>
+Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, Workspace& ws, bool sort) {
+  Scratch<Real>& s = ws.get<Real>();
+  s.reserve(n);
+  Real* Qs = s.b.data();
+  Real* tau = s.c.data();  // n entries used
+  Status st = qr_power(n, L, Q, perm, Qs, ws, sort);
+  if (st == Status::Ok) st = qr_factor(n, Qs, tau);
+  if (st == Status::Ok) st = qr_form(n, Qs, tau);
+  if (st == Status::Ok) std::copy(Qs, Qs + static_cast<int64_t>(n) * n, Q);
+  return st;
 }
 
 #define ASTERIA_MATFN_INSTANTIATE(Real)                                                                   \
@@ -229,12 +261,44 @@ Status fp32_or_fp64(int n, const double* A, double* out, Workspace& ws, Fp32 fp3
   return Status::Ok;
 }
 
+Status inverse_root_eigh_part(int part, Precision precision, int n, const double* A, double p, double eps,
+                              double* out, PartCarry& c, Workspace& ws) {
+  const int64_t nn = static_cast<int64_t>(n) * n;
+  ASTERIA_ASSERT(part >= 0 && part < kInverseRootEighParts);
+  if (precision == Precision::Float64) {
+    Scratch<double>& s = ws.f64;
+    s.reserve(n);
+    c.m64.resize(nn);
+    c.v64.resize(n);
+    if (part == 0) return eigh(n, A, c.v64.data(), c.m64.data(), ws);
+    return root_from_eigen(n, c.m64.data(), c.v64.data(), p, eps, out, s.b.data());
+  }
+  if (part == 0) {
+    c.m32.resize(nn);
+    c.v32.resize(n);
+    float* a = staging(ws.in, nn);
+    narrow(nn, A, a);
+    c.fp32_failed = eigh(n, a, c.v32.data(), c.m32.data(), ws) != Status::Ok;
+    return Status::Ok;
+  }
+  if (!c.fp32_failed) {
+    Scratch<float>& s = ws.f32;
+    s.reserve(n);
+    float* o = staging(ws.out, nn);
+    if (root_from_eigen(n, c.m32.data(), c.v32.data(), p, eps, o, s.b.data()) == Status::Ok) {
+      widen(nn, o, out);
+      return Status::Ok;
+    }
+  }
+  return inverse_root_eigh<double>(n, A, p, eps, out, ws);
+}
+
 Status inverse_root_eigh(Precision precision, int n, const double* A, double p, double eps, double* out,
                          Workspace& ws) {
-  auto fp64 = [&] { return inverse_root_eigh<double>(n, A, p, eps, out, ws); };
-  if (precision == Precision::Float64) return fp64();
-  return fp32_or_fp64(n, A, out, ws, [&](const float* a, float* o) { return inverse_root_eigh<float>(n, a, p, eps, o, ws); },
-                      fp64);
+  Status st = Status::Ok;
+  for (int part = 0; part < kInverseRootEighParts && st == Status::Ok; ++part)
+    st = inverse_root_eigh_part(part, precision, n, A, p, eps, out, ws.carry, ws);
+  return st;
 }
 
 Status inverse_root_newton(Precision precision, int n, const double* A, int p, double eps, double* out,
@@ -245,17 +309,49 @@ Status inverse_root_newton(Precision precision, int n, const double* A, int p, d
                       fp64);
 }
 
+Status qr_refresh_part(int part, Precision precision, int n, const double* L, double* Q, std::vector<int>& perm,
+                       PartCarry& c, Workspace& ws, bool sort) {
+  const int64_t nn = static_cast<int64_t>(n) * n;
+  ASTERIA_ASSERT(part >= 0 && part < kQrRefreshParts);
+  if (precision == Precision::Float64) {
+    c.m64.resize(nn);
+    c.v64.resize(n);
+    double* Qs = c.m64.data();
+    if (part == 0) return qr_power(n, L, Q, perm, Qs, ws, sort);
+    if (part == 1) return qr_factor(n, Qs, c.v64.data());
+    const Status st = qr_form(n, Qs, c.v64.data());
+    if (st == Status::Ok) std::copy(Qs, Qs + nn, Q);
+    return st;
+  }
+  // fp32: the basis is rounded with L in part 0; a failure of any part leaves the fp64
+  // computation to the last part (L and Q are unchanged until then).
+  if (part == 0) {
+    c.m32.resize(nn);
+    c.v32.resize(n);
+    float* l = staging(ws.in, nn);
+    float* q = staging(ws.out, nn);
+    narrow(nn, L, l);
+    narrow(nn, Q, q);
+    c.fp32_failed = qr_power(n, l, q, perm, c.m32.data(), ws, sort) != Status::Ok;
+    return Status::Ok;
+  }
+  if (part == 1) {
+    if (!c.fp32_failed) c.fp32_failed = qr_factor(n, c.m32.data(), c.v32.data()) != Status::Ok;
+    return Status::Ok;
+  }
+  if (!c.fp32_failed && qr_form(n, c.m32.data(), c.v32.data()) == Status::Ok) {
+    widen(nn, c.m32.data(), Q);
+    return Status::Ok;
+  }
+  return qr_refresh<double>(n, L, Q, perm, ws, sort);
+}
+
 Status qr_refresh(Precision precision, int n, const double* L, double* Q, std::vector<int>& perm,
                   Workspace& ws, bool sort) {
-  auto fp64 = [&] { return qr_refresh<double>(n, L, Q, perm, ws, sort); };
-  if (precision == Precision::Float64) return fp64();
-  // Q is input and output: its fp32 copy is the fp32 call's output buffer.
-  return fp32_or_fp64(n, L, Q, ws,
-                      [&](const float* l, float* q) {
-                        narrow(static_cast<int64_t>(n) * n, Q, q);
-                        return qr_refresh<float>(n, l, q, perm, ws, sort);
-                      },
-                      fp64);
+  Status st = Status::Ok;
+  for (int part = 0; part < kQrRefreshParts && st == Status::Ok; ++part)
+    st = qr_refresh_part(part, precision, n, L, Q, perm, ws.carry, ws, sort);
+  return st;
 }
 
 }  // namespace asteria::matfn

@@ -26,6 +26,15 @@ struct Scratch {
   void reserve(int n);
 };
 
+// What one part of a refresh computed in parts (qr_refresh_part, inverse_root_eigh_part) hands
+// the next, in the precision it computes in: an n x n matrix m and an n-vector v, and whether
+// fp32 failed (the last part then computes the whole function in fp64).
+struct PartCarry {
+  std::vector<float> m32, v32;
+  std::vector<double> m64, v64;
+  bool fp32_failed = false;
+};
+
 // Scratch memory reused across calls (no allocation once sized; a precision never used
 // allocates nothing). LAPACKE's high-level drivers still allocate their own work arrays.
 struct Workspace {
@@ -33,6 +42,7 @@ struct Workspace {
   Scratch<float> f32;
   std::vector<float> in, out;   // fp64 data rounded to fp32 (the Precision overloads)
   std::vector<double> sums;     // fp64 accumulators, one per column
+  PartCarry carry;              // the one-call Precision overloads' parts
   template <class Real>
   Scratch<Real>& get() {
     if constexpr (std::is_same_v<Real, float>) return f32;
@@ -93,6 +103,20 @@ Status inverse_root_newton(Precision precision, int n, const double* A, int p, d
                            Workspace& ws);
 Status qr_refresh(Precision precision, int n, const double* L, double* Q, std::vector<int>& perm,
                   Workspace& ws, bool sort = true);
+
+// The same two functions in parts, so that a refresh's work can be spread over several steps
+// (runtime.shadow.lane compute): calling parts 0 .. k-1 in order, possibly on different threads
+// and at different times, with the same carry and unchanged inputs, gives exactly the one-call
+// result (which is computed that way). A part returning an error ends the computation.
+//   qr_refresh: 0 power step L Q and re-sort, 1 geqrf, 2 orgqr (Q is written by part 2 only);
+//   inverse_root_eigh: 0 eigendecomposition, 1 V diag(mu^(-1/p)) V^T (out written by part 1).
+// The Workspace holds only what a part uses while it runs; it may differ between parts.
+constexpr int kQrRefreshParts = 3;
+constexpr int kInverseRootEighParts = 2;
+Status qr_refresh_part(int part, Precision precision, int n, const double* L, double* Q, std::vector<int>& perm,
+                       PartCarry& carry, Workspace& ws, bool sort = true);
+Status inverse_root_eigh_part(int part, Precision precision, int n, const double* A, double p, double eps,
+                              double* out, PartCarry& carry, Workspace& ws);
 
 // Test hook: the next `count` calls of eigh fail with LapackError (failure-path tests).
 void inject_eigh_failures(int count);

@@ -56,6 +56,27 @@ void BlockPreconditioner::publish(const RefreshJob& job) {
   install(job);
 }
 
+void BlockPreconditioner::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
+  for (int part = 0; part < refresh_parts(); ++part) compute_refresh_part(job, part, ws);
+}
+
+void BlockPreconditioner::compute_refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const {
+  ASTERIA_ASSERT(part >= 0 && part < refresh_parts());
+  if (part == 0) job.status = matfn::Status::Ok;
+  if (job.status == matfn::Status::Ok) refresh_part(job, part, ws);
+}
+
+std::vector<double> refresh_part_costs(const std::string& algorithm, int64_t rows, int64_t cols) {
+  std::vector<double> shares;
+  if (algorithm == "soap" || algorithm == "kl_shampoo") shares = {0.22, 0.39, 0.39};
+  else if (algorithm == "shampoo") shares = {0.86, 0.14};
+  else fail("unknown preconditioner '", algorithm, "'");
+  std::vector<double> costs;
+  for (const double n : {static_cast<double>(rows), static_cast<double>(cols)})
+    for (const double share : shares) costs.push_back(share * n * n * n);
+  return costs;
+}
+
 void BlockPreconditioner::step(const float* G, RefreshJob& job, matfn::Workspace& ws, bool refresh) {
   before_refresh(G);
   if (refresh && has_direction()) {

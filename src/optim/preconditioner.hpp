@@ -60,8 +60,18 @@ struct RefreshJob {
   std::vector<double> left_basis, right_basis;   // bases: inputs, refreshed in place (SOAP, KL)
   std::vector<double> left_root, right_root;     // inverse roots (Shampoo outputs)
   std::vector<int> left_perm, right_perm;        // SOAP: new column k = old column perm[k]
+  matfn::PartCarry left_carry, right_carry;      // between the parts of a refresh in parts
+  bool left_newton_done = false, right_newton_done = false;   // Shampoo, root_method newton
   matfn::Status status = matfn::Status::Ok;
 };
+
+// The parts of a block's refresh (BlockPreconditioner::compute_refresh_part), left factor's then
+// right's, each with its cost: single-thread fp32 times at n = 1024 relative to n^3, so that a
+// block's parts sum to rows^3 + cols^3 (refresh_cost):
+//   soap, kl_shampoo  per side QR refresh: power step 0.22, geqrf 0.39, orgqr 0.39
+//   shampoo           per side inverse root: eigendecomposition 0.86, V diag V^T 0.14
+// (eigh-based; with root_method newton the first part does all of a converged root's work).
+std::vector<double> refresh_part_costs(const std::string& algorithm, int64_t rows, int64_t cols);
 
 // Bytes one block keeps, by kind (for reports and --dry-run).
 struct PreconditionerBytes {
@@ -92,7 +102,15 @@ class BlockPreconditioner {
   // G: rows x cols, row-major, dense (already multiplied by the clip scale).
   virtual void before_refresh(const float* G) = 0;
   virtual void snapshot(RefreshJob& job) const = 0;
-  virtual void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const = 0;
+  // compute_refresh_part(job, k) for k = 0 .. refresh_parts() - 1, in order.
+  void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const;
+  // The refresh in parts, so that its work can be spread over steps (runtime.shadow.lane
+  // compute, root_job_placement.hpp). Parts run in order, possibly at different times and on
+  // different threads, each with any workspace; what a part hands the next stays in the job, and
+  // the result is bit-identical to compute_refresh. Part 0 resets job.status; a part after a
+  // failed one does nothing.
+  virtual int refresh_parts() const = 0;
+  void compute_refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const;
   virtual void after_refresh(const float* G) = 0;
   virtual bool has_direction() const = 0;
   const float* direction() const { return direction_.data(); }
@@ -111,6 +129,8 @@ class BlockPreconditioner {
 
  protected:
   virtual void install(const RefreshJob& job) = 0;
+  // Part `part` of the refresh; job.status is Ok on entry.
+  virtual void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const = 0;
   StateTensor& state(size_t i) { return states_[i]; }
   std::string name_;
   int64_t rows_, cols_;

@@ -41,21 +41,26 @@ void ShampooBlock::snapshot(RefreshJob& job) const {
   for (int64_t i = 0; i < n * n; ++i) job.right[i] = R_[i] / bc;
 }
 
-void ShampooBlock::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
-  const int m = static_cast<int>(job.rows), n = static_cast<int>(job.cols);
-  job.left_root.resize(static_cast<size_t>(m) * m);
-  job.right_root.resize(static_cast<size_t>(n) * n);
-  auto root = [&](int d, const double* A, double* out) {
-    matfn::Status s = matfn::Status::Ok;
-    if (p_.root_method == RootMethod::Newton) {
-      s = matfn::inverse_root_newton(p_.refresh_dtype, d, A, 4, p_.root_eps, out, ws);
-      if (s == matfn::Status::Ok) return s;
-    }
-    // The eigendecomposition is the reference method, and the retry after a Newton failure.
-    return matfn::inverse_root_eigh(p_.refresh_dtype, d, A, 4.0, p_.root_eps, out, ws);
-  };
-  job.status = root(m, job.left.data(), job.left_root.data());
-  if (job.status == matfn::Status::Ok) job.status = root(n, job.right.data(), job.right_root.data());
+void ShampooBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const {
+  // Parts 0-1: the left factor's inverse root, 2-3: the right's. With root_method newton part 0
+  // tries the coupled Newton iteration first; the eigendecomposition is the reference method, and
+  // the retry after a Newton failure (a converged Newton root leaves part 1 nothing to do).
+  const bool left = part < matfn::kInverseRootEighParts;
+  const int stage = left ? part : part - matfn::kInverseRootEighParts;
+  const int d = static_cast<int>(left ? job.rows : job.cols);
+  const double* A = left ? job.left.data() : job.right.data();
+  std::vector<double>& out = left ? job.left_root : job.right_root;
+  matfn::PartCarry& carry = left ? job.left_carry : job.right_carry;
+  bool& newton_done = left ? job.left_newton_done : job.right_newton_done;
+  out.resize(static_cast<size_t>(d) * d);
+  if (stage == 0) {
+    newton_done = p_.root_method == RootMethod::Newton &&
+                  matfn::inverse_root_newton(p_.refresh_dtype, d, A, 4, p_.root_eps, out.data(), ws) == matfn::Status::Ok;
+    if (newton_done) return;
+  } else if (newton_done) {
+    return;
+  }
+  job.status = matfn::inverse_root_eigh_part(stage, p_.refresh_dtype, d, A, 4.0, p_.root_eps, out.data(), carry, ws);
 }
 
 void ShampooBlock::install(const RefreshJob& job) {

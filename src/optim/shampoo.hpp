@@ -17,12 +17,13 @@ class ShampooBlock final : public BlockPreconditioner {
                bool own_memory = true);
   void before_refresh(const float* G) override;
   void snapshot(RefreshJob& job) const override;
-  void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const override;
+  int refresh_parts() const override { return 2 * matfn::kInverseRootEighParts; }
   void after_refresh(const float* G) override;
   bool has_direction() const override { return true; }
 
  private:
   void install(const RefreshJob& job) override;
+  void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const override;
   StateTensor &L_ = state(0), &R_ = state(1), &Linv_ = state(2), &Rinv_ = state(3), &M_ = state(4), &V_ = state(5);
   int64_t t_ = 0;
   bool have_roots_ = false;

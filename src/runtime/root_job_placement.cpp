@@ -1,112 +1,196 @@
 #include "runtime/root_job_placement.hpp"
 
 #include <algorithm>
-#include <utility>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <set>
 
 #include "core/error.hpp"
+#include "optim/preconditioner.hpp"
 
 namespace asteria {
 
-RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const std::vector<std::vector<MatrixBlock>>& blocks,
-                                   ShadowDelay delay, int threads)
-    : schedule_(schedule), delay_(delay) {
+RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCosts& costs, ShadowDelay delay,
+                                   int threads)
+    : schedule_(schedule), delay_(delay), threads_(threads) {
   ASTERIA_ASSERT(delay.delay >= 1 && threads >= 1);
   const int64_t F = schedule.frequency();
-  // Every block's job, largest first (stable: ties keep the (layer, block) order).
-  std::vector<std::pair<PlacedJob, double>> entries;
-  for (int l = 0; l < static_cast<int>(blocks.size()); ++l) {
-    lag_.emplace_back(blocks[l].size(), 0);
-    for (int b = 0; b < static_cast<int>(blocks[l].size()); ++b)
-      entries.push_back({PlacedJob{l, b, 0}, refresh_cost(blocks[l][b])});
-  }
-  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::vector<double> job_cost;
-  for (const auto& [job, c] : entries) {
-    by_cost_.push_back(job);
-    job_cost.push_back(c);
-  }
-
-  // The first step each block refreshes at gives its residue mod F.
-  std::vector<int64_t> first(by_cost_.size());
-  for (size_t k = 0; k < by_cost_.size(); ++k) {
-    int64_t t = 1;
-    while (!schedule.due(by_cost_[k].layer, by_cost_[k].block, t)) {
-      ++t;
-      ASTERIA_ASSERT(t < (int64_t{1} << 40), "refresh schedule never due");
+  for (int l = 0; l < static_cast<int>(costs.size()); ++l) {
+    index_.emplace_back(costs[l].size(), 0);
+    for (int b = 0; b < static_cast<int>(costs[l].size()); ++b) {
+      ASTERIA_ASSERT(!costs[l][b].empty(), "a refresh of no parts");
+      int64_t t = 1;  // the first step it is due at gives its residue mod F
+      while (!schedule.due(l, b, t)) {
+        ++t;
+        ASTERIA_ASSERT(t < (int64_t{1} << 40), "refresh schedule never due");
+      }
+      const double total = std::accumulate(costs[l][b].begin(), costs[l][b].end(), 0.0);
+      refreshes_.push_back({l, b, t, costs[l][b], std::vector<int64_t>(costs[l][b].size(), 0), total});
     }
-    first[k] = t;
   }
+  // Largest first (stable: ties keep the (layer, block) order).
+  std::stable_sort(refreshes_.begin(), refreshes_.end(), [](const Refresh& a, const Refresh& b) { return a.total > b.total; });
+  for (size_t i = 0; i < refreshes_.size(); ++i) index_[refreshes_[i].layer][refreshes_[i].block] = i;
 
-  // at[r]: the jobs (indices into by_cost_, ascending = largest first) run at steps t % F == r.
-  std::vector<std::vector<size_t>> at(static_cast<size_t>(F));
-  std::vector<double> busy(static_cast<size_t>(threads));
-  // A step's batch time: jobs largest first, each to the thread that frees up first.
-  auto batch_time = [&](const std::vector<size_t>& jobs) {
-    std::fill(busy.begin(), busy.end(), 0.0);
-    for (size_t k : jobs) *std::min_element(busy.begin(), busy.end()) += job_cost[k];
-    return *std::max_element(busy.begin(), busy.end());
+  // members[r]: the refreshes with a part at residue r; batch[r]: that step's batch time.
+  std::vector<std::vector<size_t>>& members = members_;
+  std::vector<double>& batch = batch_;
+  members.assign(static_cast<size_t>(F), {});
+  batch.assign(static_cast<size_t>(F), 0.0);
+  auto residues_of = [&](size_t i, std::set<size_t>& out) {
+    for (int64_t lag : refreshes_[i].lag) out.insert(residue(refreshes_[i], lag));
   };
-  auto residue = [&](size_t k, int64_t lag) { return static_cast<size_t>((first[k] + lag) % F); };
-  auto insert = [&](std::vector<size_t>& jobs, size_t k) { jobs.insert(std::upper_bound(jobs.begin(), jobs.end(), k), k); };
-  auto erase = [&](std::vector<size_t>& jobs, size_t k) { jobs.erase(std::find(jobs.begin(), jobs.end(), k)); };
-  // How much the period's total batch time changes when job k moves to `lag`.
-  auto gain = [&](size_t k, int64_t lag) {
-    const size_t from = residue(k, lag_[by_cost_[k].layer][by_cost_[k].block]), to = residue(k, lag);
-    if (from == to) return 0.0;
-    const double before = batch_time(at[from]) + batch_time(at[to]);
-    erase(at[from], k);
-    insert(at[to], k);
-    const double after = batch_time(at[from]) + batch_time(at[to]);
-    erase(at[to], k);
-    insert(at[from], k);
-    return before - after;
+  auto detach = [&](size_t i) {
+    std::set<size_t> rs;
+    residues_of(i, rs);
+    for (size_t r : rs) members[r].erase(std::find(members[r].begin(), members[r].end(), i));
+    return rs;
   };
+  auto attach = [&](size_t i, std::set<size_t>& touched) {
+    std::set<size_t> rs;
+    residues_of(i, rs);
+    for (size_t r : rs) members[r].push_back(i);
+    touched.insert(rs.begin(), rs.end());
+    for (size_t r : touched) batch[r] = batch_time(r);
+  };
+  // F * (a soft maximum: the 8-norm, which also falls when one of several longest batches
+  // does) + the period's sum. Scaled by the largest refresh to keep the powers in range.
+  const double scale = 1.0 / refreshes_.front().total;
+  auto objective = [&] {
+    double sum = 0, p8 = 0;
+    for (double b : batch) {
+      const double x = b * scale, x2 = x * x, x4 = x2 * x2;
+      sum += x;
+      p8 += x4 * x4;
+    }
+    return static_cast<double>(F) * std::pow(p8, 1.0 / 8) + sum;
+  };
+  // Sets refresh i's lags, returning the objective after the change.
+  auto set_lags = [&](size_t i, const std::vector<int64_t>& lags) {
+    std::set<size_t> touched = detach(i);
+    refreshes_[i].lag = lags;
+    attach(i, touched);
+    return objective();
+  };
+
   const int64_t lags = std::min(delay.delay, F);
-  // Greedy, largest first: the lag whose step's batch grows least (ties: the smaller lag) ...
-  for (size_t k = 0; k < by_cost_.size(); ++k) {
-    int64_t best = 0;
-    double best_growth = 0;
-    for (int64_t lag = 0; lag < lags; ++lag) {
-      std::vector<size_t>& jobs = at[residue(k, lag)];
-      const double before = batch_time(jobs);
-      insert(jobs, k);
-      const double growth = batch_time(jobs) - before;
-      erase(jobs, k);
-      if (lag == 0 || growth < best_growth) best = lag, best_growth = growth;
+  // Greedy, largest refresh first, its parts in order: each part at the lag (no smaller than
+  // the previous part's) that raises the objective least; ties: the smaller lag. A part not yet
+  // placed sits with the previous one (the refresh joins the members at its first part).
+  std::vector<bool> placed(refreshes_.size(), false);
+  for (size_t i = 0; i < refreshes_.size(); ++i) {
+    Refresh& r = refreshes_[i];
+    for (size_t k = 0; k < r.lag.size(); ++k) {
+      std::vector<double> saved = r.cost;
+      // Parts after k cost nothing while k is placed.
+      for (size_t later = k + 1; later < r.cost.size(); ++later) r.cost[later] = 0;
+      int64_t best = -1;
+      double best_j = 0;
+      for (int64_t lag = k > 0 ? r.lag[k - 1] : 0; lag < lags; ++lag) {
+        std::set<size_t> touched;
+        if (placed[i]) touched = detach(i);
+        std::fill(r.lag.begin() + static_cast<int64_t>(k), r.lag.end(), lag);
+        attach(i, touched);
+        placed[i] = true;
+        const double j = objective();
+        if (best < 0 || j < best_j) best = lag, best_j = j;
+      }
+      std::vector<int64_t> chosen = r.lag;
+      std::fill(chosen.begin() + static_cast<int64_t>(k), chosen.end(), best);
+      set_lags(i, chosen);
+      r.cost = std::move(saved);
     }
-    insert(at[residue(k, best)], k);
-    lag_[by_cost_[k].layer][by_cost_[k].block] = best;
+    set_lags(i, r.lag);  // with every part's cost again
   }
-  // ... then single moves while one shortens the period (greedy alone leaves the first large
-  // jobs, placed into empty steps, unpaired).
-  const double tolerance = 1e-9 * *std::max_element(job_cost.begin(), job_cost.end());
+  // Then single moves, of one part (within its neighbours' lags) or of a whole refresh, while
+  // one lowers the objective.
+  const double tolerance = 1e-9;
+  double current = objective();
   for (int pass = 0; pass < 100; ++pass) {
     bool moved = false;
-    for (size_t k = 0; k < by_cost_.size(); ++k) {
-      int64_t& current = lag_[by_cost_[k].layer][by_cost_[k].block];
-      int64_t best = current;
-      double best_gain = tolerance;
-      for (int64_t lag = 0; lag < lags; ++lag) {
-        const double g = gain(k, lag);
-        if (g > best_gain) best = lag, best_gain = g;
+    for (size_t i = 0; i < refreshes_.size(); ++i) {
+      const std::vector<int64_t> start = refreshes_[i].lag;
+      std::vector<int64_t> best = start;
+      double best_j = current - tolerance;
+      auto consider = [&](const std::vector<int64_t>& candidate) {
+        if (candidate == start) return;
+        const double j = set_lags(i, candidate);
+        if (j < best_j) best = candidate, best_j = j;
+      };
+      const size_t parts = start.size();
+      for (size_t k = 0; k < parts; ++k) {
+        const int64_t lo = k > 0 ? start[k - 1] : 0, hi = k + 1 < parts ? start[k + 1] : lags - 1;
+        for (int64_t lag = lo; lag <= hi; ++lag) {
+          std::vector<int64_t> candidate = start;
+          candidate[k] = lag;
+          consider(candidate);
+        }
       }
-      if (best == current) continue;
-      erase(at[residue(k, current)], k);
-      insert(at[residue(k, best)], k);
-      current = best;
-      moved = true;
+      for (int64_t lag = 0; lag < lags; ++lag) consider(std::vector<int64_t>(parts, lag));
+      current = set_lags(i, best);
+      moved |= best != start;
     }
     if (!moved) break;
   }
 }
 
-void RootJobPlacement::jobs_at(int64_t step, std::vector<PlacedJob>& out) const {
-  out.clear();
-  for (const PlacedJob& j : by_cost_) {
-    const int64_t opened = step - lag_[j.layer][j.block];
-    if (opened >= 1 && delay_.at(opened) > 0 && schedule_.due(j.layer, j.block, opened))
-      out.push_back({j.layer, j.block, opened});
-  }
+size_t RootJobPlacement::residue(const Refresh& r, int64_t lag) const {
+  return static_cast<size_t>((r.first + lag) % schedule_.frequency());
 }
+
+double RootJobPlacement::batch_time(size_t res) const {
+  tasks_.clear();
+  for (size_t i : members_[res]) {
+    double c = 0;
+    const Refresh& r = refreshes_[i];
+    for (size_t k = 0; k < r.cost.size(); ++k)
+      if (residue(r, r.lag[k]) == res) c += r.cost[k];
+    tasks_.push_back(c);
+  }
+  std::sort(tasks_.begin(), tasks_.end(), std::greater<>());
+  busy_.assign(static_cast<size_t>(threads_), 0.0);
+  for (double c : tasks_) *std::min_element(busy_.begin(), busy_.end()) += c;
+  return *std::max_element(busy_.begin(), busy_.end());
+}
+
+int64_t RootJobPlacement::lag(int layer, int block, int part) const {
+  return refreshes_[index_[layer][block]].lag[part];
+}
+
+void RootJobPlacement::tasks_at(int64_t step, std::vector<PlacedTask>& out) const {
+  out.clear();
+  for (const Refresh& r : refreshes_) {
+    // Lags are below min(D, F): of the openings they point to, at most one is due.
+    for (size_t k = 0; k < r.lag.size();) {
+      size_t end = k;
+      while (end < r.lag.size() && r.lag[end] == r.lag[k]) ++end;
+      const int64_t opened = step - r.lag[k];
+      if (opened >= 1 && delay_.at(opened) > 0 && schedule_.due(r.layer, r.block, opened))
+        out.push_back({r.layer, r.block, opened, static_cast<int>(k), static_cast<int>(end)});
+      k = end;
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const PlacedTask& a, const PlacedTask& b) { return cost(a) > cost(b); });
+}
+
+double RootJobPlacement::cost(const PlacedTask& task) const {
+  const Refresh& r = refreshes_[index_[task.layer][task.block]];
+  return std::accumulate(r.cost.begin() + task.begin, r.cost.begin() + task.end, 0.0);
+}
+
+RootJobPlacement::PartCosts refresh_part_costs(const std::string& algorithm,
+                                               const std::vector<std::vector<MatrixBlock>>& blocks) {
+  RootJobPlacement::PartCosts costs;
+  for (const auto& layer : blocks) {
+    costs.emplace_back();
+    for (const MatrixBlock& b : layer) costs.back().push_back(refresh_part_costs(algorithm, b.rows, b.cols));
+  }
+  return costs;
+}
+
+double RootJobPlacement::longest_batch() const { return *std::max_element(batch_.begin(), batch_.end()); }
+
+double RootJobPlacement::period_batches() const { return std::accumulate(batch_.begin(), batch_.end(), 0.0); }
 
 }  // namespace asteria

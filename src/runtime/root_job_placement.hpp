@@ -1,18 +1,24 @@
 #pragma once
 // Where root jobs run when the shadow pipeline has no cores of its own (runtime.shadow.lane
-// compute): on the compute lane's threads, in one parallel batch at the end of a step, each job
-// on one thread. A job's result depends only on its snapshot, and a single-threaded LAPACK call
-// rounds the same on any thread, so this changes when the work is done, never the parameters:
-// the bits equal those of the host workers.
+// compute): on the compute lane's threads, in one parallel batch at the end of a step. A refresh
+// is computed in parts (BlockPreconditioner::compute_refresh_part: a QR refresh's power step,
+// geqrf and orgqr; an inverse root's eigendecomposition and product); a part's result depends
+// only on the snapshot and the parts before it, and a single-threaded LAPACK call rounds the same
+// on any thread, so where and when the parts run never changes the parameters: the bits equal
+// those of the host workers, which run each refresh whole.
 //
-// A refresh opened at step t publishes at t + D, so it may run at the end of any step
-// t + lag, 0 <= lag <= D - 1. The lags are chosen once (the schedule is periodic in F) to pair
-// jobs of similar cost on the threads of a step: a step's batch takes as long as its busiest
-// thread, so one large job beside idle threads costs as much as several. Greedy, largest job
-// first (cost rows^3 + cols^3), each into the lag whose step's busiest thread grows least
-// (ties: the smaller lag). Deterministic; depends on the thread count, which is allowed since
-// placement never changes the results.
+// A refresh opened at step t publishes at t + D, so each of its parts may run at the end of any
+// step t + lag, 0 <= lag <= D - 1, in order (lags non-decreasing). The parts a step runs of one
+// refresh form one task (run in order on one thread); a step's batch takes as long as its
+// busiest thread, tasks handed out largest first to the thread that frees up first. The lags
+// are chosen once (the schedule is periodic in F) to make the batches both short and even, so
+// that no step pays for a large refresh beside an idle thread and no step stands out:
+// minimize F * (longest batch) + (sum of the batches over a period). Greedy, largest refresh
+// first, whole refreshes into the lag whose step grows least; then single moves of one part or
+// of a whole refresh while one lowers the objective. Deterministic; depends on the thread count,
+// which is allowed since placement never changes the results.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "optim/refresh_schedule.hpp"
@@ -20,25 +26,53 @@
 
 namespace asteria {
 
-struct PlacedJob {
+// Parts [begin, end) of the refresh of (layer, block) opened at `opened` (publishing at
+// opened + D), run in order on one thread.
+struct PlacedTask {
   int layer = 0, block = 0;
-  int64_t opened = 0;    // the step whose snapshot it computes (publishes at opened + D)
+  int64_t opened = 0;
+  int begin = 0, end = 0;
 };
 
 class RootJobPlacement {
  public:
+  // [layer][block][part]: the cost of each part of each block's refresh (refresh_part_costs).
+  using PartCosts = std::vector<std::vector<std::vector<double>>>;
+
   // delay.delay >= 1; threads: the compute lane's threads.
-  RootJobPlacement(const RefreshSchedule& schedule, const std::vector<std::vector<MatrixBlock>>& blocks,
-                   ShadowDelay delay, int threads);
-  int64_t lag(int layer, int block) const { return lag_[layer][block]; }
-  // The jobs that run at the end of `step`, largest first (the order they are handed out in).
-  void jobs_at(int64_t step, std::vector<PlacedJob>& out) const;
+  RootJobPlacement(const RefreshSchedule& schedule, const PartCosts& costs, ShadowDelay delay, int threads);
+  // The lag of a part: it runs at the end of step opened + lag.
+  int64_t lag(int layer, int block, int part) const;
+  // The tasks that run at the end of `step`, largest first (the order they are handed out in).
+  void tasks_at(int64_t step, std::vector<PlacedTask>& out) const;
+  double cost(const PlacedTask& task) const;
+  // Over one period of F steps: the longest batch and the sum of the batches, in cost units.
+  double longest_batch() const;
+  double period_batches() const;
 
  private:
+  struct Refresh {
+    int layer, block;
+    int64_t first;               // the first step it is due at (its residue mod F)
+    std::vector<double> cost;    // per part
+    std::vector<int64_t> lag;    // per part, non-decreasing
+    double total;
+  };
+  size_t residue(const Refresh& r, int64_t lag) const;
+  double batch_time(size_t residue) const;   // from members_
+
   const RefreshSchedule& schedule_;
   ShadowDelay delay_;
-  std::vector<std::vector<int64_t>> lag_;   // [layer][block]
-  std::vector<PlacedJob> by_cost_;          // every (layer, block), largest first
+  int threads_;
+  std::vector<Refresh> refreshes_;                   // largest first
+  std::vector<std::vector<size_t>> index_;           // [layer][block] -> refreshes_
+  std::vector<std::vector<size_t>> members_;         // [residue]: refreshes with a part there
+  std::vector<double> batch_;                        // [residue]: that step's batch time
+  mutable std::vector<double> busy_, tasks_;          // batch_time scratch
 };
+
+// refresh_part_costs of every block.
+RootJobPlacement::PartCosts refresh_part_costs(const std::string& algorithm,
+                                               const std::vector<std::vector<MatrixBlock>>& blocks);
 
 }  // namespace asteria

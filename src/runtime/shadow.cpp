@@ -25,7 +25,8 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, Shad
   const int threads = pool ? pool->size() : omp_get_max_threads();
   for (int w = 0; w < threads; ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
   if (!pool && delay.delay > 0)
-    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), blocks, delay, threads);
+    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), refresh_part_costs(opt.algorithm(), blocks), delay,
+                                                    threads);
   plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get());
   opt_.set_refresh_policy(this);
 }
@@ -53,19 +54,23 @@ void ShadowPipeline::wait_ready(const SlotPtr& slot) {
   stall_s_ += t.seconds();
 }
 
-void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int worker) {
+void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int worker, int begin, int end) {
+  const BlockPreconditioner& pc = opt_.preconditioner(layer, block);
+  if (end < 0) end = pc.refresh_parts();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ASTERIA_ASSERT(slot->state == SlotState::Snapshotted, "root job of ", opt_.blocks(layer)[block].name,
-                   " started without its snapshot");
+    ASTERIA_ASSERT(slot->state == SlotState::Snapshotted && slot->parts_done == begin, "root job of ",
+                   opt_.blocks(layer)[block].name, " started at part ", begin, " without its snapshot or after ",
+                   slot->parts_done, " part(s)");
     slot->state = SlotState::Computing;
   }
   if (worker_delay_s_ > 0) std::this_thread::sleep_for(std::chrono::duration<double>(worker_delay_s_));
   // Pure: reads only the job, so the result does not depend on the worker or its timing.
-  opt_.preconditioner(layer, block).compute_refresh(slot->job, *worker_ws_[worker]);
+  for (int part = begin; part < end; ++part) pc.compute_refresh_part(slot->job, part, *worker_ws_[worker]);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    slot->state = SlotState::Ready;
+    slot->parts_done = end;
+    slot->state = end == pc.refresh_parts() ? SlotState::Ready : SlotState::Snapshotted;
   }
   ready_cv_.notify_all();
 }
@@ -75,11 +80,11 @@ void ShadowPipeline::submit(int layer, int block, const SlotPtr& slot) {
 }
 
 void ShadowPipeline::run_batch(int64_t step) {
-  placement_->jobs_at(step, batch_);
+  placement_->tasks_at(step, batch_);
   batch_slots_.clear();
-  for (const PlacedJob& j : batch_) {
-    SlotPtr slot = find_slot(j.layer, j.block, j.opened + delay_.delay);
-    if (slot && slot->state == SlotState::Snapshotted) batch_slots_.emplace_back(j, std::move(slot));
+  for (const PlacedTask& t : batch_) {
+    SlotPtr slot = find_slot(t.layer, t.block, t.opened + delay_.delay);
+    if (slot && slot->state == SlotState::Snapshotted) batch_slots_.emplace_back(t, std::move(slot));
   }
   const int n = static_cast<int>(batch_slots_.size());
   // An exception cannot leave an OpenMP region: the first one is kept and rethrown after it.
@@ -88,8 +93,8 @@ void ShadowPipeline::run_batch(int64_t step) {
 #pragma omp parallel for schedule(dynamic, 1)
   for (int i = 0; i < n; ++i) {
     try {
-      const auto& [job, slot] = batch_slots_[i];
-      compute(job.layer, job.block, slot, omp_get_thread_num());
+      const auto& [task, slot] = batch_slots_[i];
+      compute(task.layer, task.block, slot, omp_get_thread_num(), task.begin, task.end);
     } catch (...) {
 #pragma omp critical(asteria_shadow_batch_error)
       if (!error) error = std::current_exception();
@@ -131,6 +136,7 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     slot = acquire(q);
     slot->publish_step = step + delay_.at(step);
     slot->state = SlotState::AwaitingSnapshot;
+    slot->parts_done = 0;
   }
   if (delay_.at(step) == 0) {  // the native schedule, computed on a worker or this thread
     pc.snapshot(slot->job);
@@ -208,17 +214,17 @@ void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
 void ShadowPlanOps::step_end(PlanBuilder& b) {
   if (!placement_) return;
   const int64_t step = b.shape().step;
-  placement_->jobs_at(step, jobs_);
-  if (jobs_.empty()) return;
+  placement_->tasks_at(step, tasks_);
+  if (tasks_.empty()) return;
   Op batch;
   batch.kind = OpKind::RootJobBatch;
   batch.tag = step;
-  for (const PlacedJob& j : jobs_) {
-    const StateRef snapshot{StateKind::Snapshot, j.layer};
+  for (const PlacedTask& t : tasks_) {
+    const StateRef snapshot{StateKind::Snapshot, t.layer};
     if (std::find(batch.reads.begin(), batch.reads.end(), snapshot) == batch.reads.end()) batch.reads.push_back(snapshot);
-    // A job opened at this step needs this step's snapshot of its layer.
-    if (j.opened == step) {
-      const int snap = b.find(OpKind::Snapshot, j.layer);
+    // A task of a refresh opened at this step needs this step's snapshot of its layer.
+    if (t.opened == step) {
+      const int snap = b.find(OpKind::Snapshot, t.layer);
       ASTERIA_ASSERT(snap >= 0);
       if (std::find(batch.deps.begin(), batch.deps.end(), snap) == batch.deps.end()) batch.deps.push_back(snap);
     }
@@ -228,11 +234,11 @@ void ShadowPlanOps::step_end(PlanBuilder& b) {
 
 std::string ShadowPlanOps::describe(const Op& op, const std::vector<std::string>& layer_names) const {
   if (op.kind != OpKind::RootJobBatch || !placement_) return "";
-  placement_->jobs_at(op.tag, jobs_);
+  placement_->tasks_at(op.tag, tasks_);
   std::string s = "jobs:";
-  for (const PlacedJob& j : jobs_)
-    s += " " + layer_names[j.layer] + "/" + std::to_string(j.block) + "(publish_at=" +
-         std::to_string(j.opened + delay_.delay) + ")";
+  for (const PlacedTask& t : tasks_)
+    s += " " + layer_names[t.layer] + "/" + std::to_string(t.block) + "[parts " + std::to_string(t.begin) + "-" +
+         std::to_string(t.end - 1) + "](publish_at=" + std::to_string(t.opened + delay_.delay) + ")";
   return s;
 }
 

@@ -60,7 +60,7 @@ class ShadowPlanOps final : public PlanContributor {
   std::vector<int> blocks_;
   ShadowDelay delay_;
   const RootJobPlacement* placement_;
-  mutable std::vector<PlacedJob> jobs_;
+  mutable std::vector<PlacedTask> tasks_;
 };
 
 class ShadowPipeline final : public RefreshPolicy {
@@ -90,6 +90,7 @@ class ShadowPipeline final : public RefreshPolicy {
   struct Slot {
     int64_t publish_step = 0;
     SlotState state = SlotState::AwaitingSnapshot;
+    int parts_done = 0;   // Snapshotted with parts_done > 0: computed in part (compute lane)
     RefreshJob job;
   };
   using SlotPtr = std::shared_ptr<Slot>;
@@ -100,18 +101,19 @@ class ShadowPipeline final : public RefreshPolicy {
 
   SlotPtr acquire(BlockQueue& q);
   void submit(int layer, int block, const SlotPtr& slot);
-  void compute(int layer, int block, const SlotPtr& slot, int worker);
+  // Parts [begin, end) of the slot's refresh (end -1: all); Ready after the last.
+  void compute(int layer, int block, const SlotPtr& slot, int worker, int begin = 0, int end = -1);
   void wait_ready(const SlotPtr& slot);
   SlotPtr find_slot(int layer, int block, int64_t publish_step);
-  // Compute lane: the jobs placed at the end of `step`, one per thread at a time.
+  // Compute lane: the tasks placed at the end of `step`, one per thread at a time.
   void run_batch(int64_t step);
 
   SecondOrderOptimizer& opt_;
   WorkerPool* pool_;
   ShadowDelay delay_;
   std::unique_ptr<RootJobPlacement> placement_;   // compute lane only
-  std::vector<PlacedJob> batch_;
-  std::vector<std::pair<PlacedJob, SlotPtr>> batch_slots_;
+  std::vector<PlacedTask> batch_;
+  std::vector<std::pair<PlacedTask, SlotPtr>> batch_slots_;
   double worker_delay_s_;
   std::vector<std::vector<BlockQueue>> queues_;     // [layer][block]
   std::vector<std::unique_ptr<matfn::Workspace>> worker_ws_;   // per worker / compute thread

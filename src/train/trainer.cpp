@@ -325,7 +325,8 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
       const ShadowDelay delay = shadow_delay(cfg);
       if (cfg.runtime.shadow.lane == "compute" && delay.delay > 0)
         placement = std::make_unique<RootJobPlacement>(
-            *schedule, blocks, delay, cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads());
+            *schedule, refresh_part_costs(cfg.optim.name, blocks), delay,
+            cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads());
       shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, delay, placement.get());
       builder.add_contributor(shadow_ops.get());
     }

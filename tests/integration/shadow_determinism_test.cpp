@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "trainer_runs.hpp"
@@ -24,12 +25,13 @@ class ShadowDeterminism : public ::testing::TestWithParam<const char*> {
     asteria::testing::write_bigram_tokens(dir_->file("train.bin"), 20000, 512, 1);
   }
 
-  // Parameters of all layers after a short run with the given overrides.
-  std::vector<float> train(std::vector<std::string> extra) {
+  Config config(std::vector<std::string> extra) {
     std::vector<std::string> sets = short_second_order_sets(*dir_, GetParam(), 14);
     sets.insert(sets.end(), extra.begin(), extra.end());
-    return train_params(load_config_text("seed: 5\nmodel:\n  preset: tiny\n  n_layers: 1\n", "shadow.yaml", sets));
+    return load_config_text("seed: 5\nmodel:\n  preset: tiny\n  n_layers: 1\n", "shadow.yaml", sets);
   }
+  // Parameters of all layers after a short run with the given overrides.
+  std::vector<float> train(std::vector<std::string> extra) { return train_params(config(std::move(extra))); }
   std::vector<float> train(std::vector<std::string> base, const std::vector<std::string>& more) {
     base.insert(base.end(), more.begin(), more.end());
     return train(std::move(base));
@@ -60,8 +62,20 @@ TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
     EXPECT_TRUE(same_bits(one, four)) << delay;
     EXPECT_TRUE(same_bits(one, one_slow)) << delay;
     // Without workers: the jobs run in batches on the compute lane's threads, same bits.
-    auto compute = with({"runtime.shadow.lane=compute", "runtime.threads=2"});
+    const std::vector<std::string> compute_lane = {"runtime.shadow.lane=compute", "runtime.threads=2"};
+    auto compute = with(compute_lane);
     EXPECT_TRUE(same_bits(one, compute)) << delay;
+    if (std::string(delay) == "runtime.shadow.delay=2") {
+      // ... also where refreshes are split over two steps: some task starts after part 0.
+      std::vector<std::string> sets = base;
+      sets.insert(sets.end(), compute_lane.begin(), compute_lane.end());
+      std::string plan;
+      for (int64_t step = 3; step <= 14; ++step) plan += describe_step_plan(config(sets), step);
+      const std::regex task("\\[parts ([0-9]+)-[0-9]+\\]");
+      bool split = false;
+      for (std::sregex_iterator it(plan.begin(), plan.end(), task), end; it != end; ++it) split |= (*it)[1] != "0";
+      EXPECT_TRUE(split) << plan;
+    }
     // The delay is real: published later than native, so the parameters differ from native's.
     auto native = train({"runtime.mode=native", "runtime.stagger=true"});
     EXPECT_FALSE(same_bits(one, native)) << delay;

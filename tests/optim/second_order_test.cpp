@@ -475,3 +475,65 @@ TEST(SecondOrder, Float32ComputeRefreshDiffersFromFloat64ButIsClose) {
     EXPECT_EQ(job32.right_perm, job.right_perm) << algo;
   }
 }
+
+// A refresh in parts (runtime.shadow.lane compute spreads them over steps and threads) gives
+// compute_refresh's bits when the parts of two blocks interleave on workspaces that each part
+// finds overwritten by the other block: nothing a part hands the next may live in the workspace.
+TEST(SecondOrder, RefreshInPartsOnSharedWorkspacesGivesOneCallsBits) {
+  struct Case {
+    const char* algo;
+    matfn::Precision precision;
+    RootMethod method;
+    bool beyond_fp32 = false;   // a factor fp32 cannot hold: the last part retries in fp64
+  };
+  const auto f32 = matfn::Precision::Float32, f64 = matfn::Precision::Float64;
+  for (const Case& c : {Case{"shampoo", f64, RootMethod::Eigh}, Case{"shampoo", f32, RootMethod::Eigh},
+                        Case{"shampoo", f32, RootMethod::Newton}, Case{"soap", f64, RootMethod::Eigh},
+                        Case{"soap", f32, RootMethod::Eigh}, Case{"kl_shampoo", f32, RootMethod::Eigh},
+                        Case{"shampoo", f32, RootMethod::Eigh, true}, Case{"soap", f32, RootMethod::Eigh, true}}) {
+    PreconditionerParams p;
+    p.beta1 = 0.9;
+    p.beta2 = 0.95;
+    p.shampoo_beta = 0.95;
+    p.root_eps = 1e-6;
+    p.refresh_dtype = c.precision;
+    p.root_method = c.method;
+    const std::string what = std::string(c.algo) + (c.precision == f32 ? " fp32" : " fp64") +
+                             (c.method == RootMethod::Newton ? " newton" : "") + (c.beyond_fp32 ? " beyond fp32" : "");
+    auto a = make_preconditioner(c.algo, "a", 16, 15, p);
+    auto b = make_preconditioner(c.algo, "b", 9, 20, p);
+    ASSERT_EQ(static_cast<size_t>(a->refresh_parts()), refresh_part_costs(c.algo, 16, 15).size()) << what;
+    RefreshJob ja, jb, scratch;
+    matfn::Workspace ws[2];
+    auto ga = random_grads(4, 16, 15, 6), gb = random_grads(4, 9, 20, 7);
+    for (int s = 0; s < 4; ++s) {
+      a->step(ga[s].data(), scratch, ws[0], /*refresh=*/false);
+      b->step(gb[s].data(), scratch, ws[0], /*refresh=*/false);
+    }
+    a->snapshot(ja);
+    b->snapshot(jb);
+    if (c.beyond_fp32)
+      for (double& x : ja.left) x *= 1e40;
+    const RefreshJob snapshot_a = ja;
+    RefreshJob one_a = ja, one_b = jb;
+    a->compute_refresh(one_a, ws[0]);
+    b->compute_refresh(one_b, ws[1]);
+    ASSERT_EQ(one_a.status, matfn::Status::Ok) << what;
+    for (int part = 0; part < a->refresh_parts(); ++part) {
+      a->compute_refresh_part(ja, part, ws[part % 2]);
+      b->compute_refresh_part(jb, part, ws[(part + 1) % 2]);
+    }
+    for (const auto& [parts, one] : {std::pair{&ja, &one_a}, std::pair{&jb, &one_b}}) {
+      EXPECT_EQ(parts->status, one->status) << what;
+      EXPECT_EQ(parts->left_root, one->left_root) << what;
+      EXPECT_EQ(parts->right_root, one->right_root) << what;
+      EXPECT_EQ(parts->left_basis, one->left_basis) << what;
+      EXPECT_EQ(parts->right_basis, one->right_basis) << what;
+      EXPECT_EQ(parts->left_perm, one->left_perm) << what;
+      EXPECT_EQ(parts->right_perm, one->right_perm) << what;
+    }
+    // The parts did refresh: roots were written, bases moved.
+    if (std::string(c.algo) == "shampoo") EXPECT_EQ(ja.left_root.size(), 16u * 16u) << what;
+    else EXPECT_NE(ja.left_basis, snapshot_a.left_basis) << what;
+  }
+}

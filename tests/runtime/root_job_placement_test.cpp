@@ -1,12 +1,15 @@
-// Root jobs on the compute lane (runtime.shadow.lane compute): every opened refresh runs once,
-// between its opening and its publish step; equal jobs pair up on the threads of a step.
+// Root jobs on the compute lane (runtime.shadow.lane compute): every part of every opened
+// refresh runs once, in order, between its opening and its publish step; parts spread over the
+// delay so that the batches are short and even.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include "../optim/bench_small_blocks.hpp"
+#include "optim/preconditioner.hpp"
 #include "runtime/root_job_placement.hpp"
 
 using namespace asteria;
@@ -15,90 +18,135 @@ using asteria::testing::block;
 
 namespace {
 
-// The wall time of a step's batch on `threads` threads, the jobs handed out largest first to
-// the thread that frees up first (what dynamic scheduling does with the sorted batch).
-double batch_time(const std::vector<PlacedJob>& jobs, const std::vector<std::vector<MatrixBlock>>& blocks,
-                  int threads) {
-  std::vector<double> busy(static_cast<size_t>(threads), 0.0);
-  for (const PlacedJob& j : jobs) *std::min_element(busy.begin(), busy.end()) += refresh_cost(blocks[j.layer][j.block]);
-  return *std::max_element(busy.begin(), busy.end());
+// One layer of `n` blocks (their sizes only matter to the stagger), each refresh of `parts`.
+RootJobPlacement::PartCosts equal_parts(int n, std::vector<double> parts) {
+  return {std::vector<std::vector<double>>(static_cast<size_t>(n), std::move(parts))};
 }
 
-double period_time(const RootJobPlacement& p, const std::vector<std::vector<MatrixBlock>>& blocks, int64_t F,
-                   int threads) {
-  std::vector<PlacedJob> jobs;
-  double total = 0;
+// Recomputed from tasks_at: the wall time of each step's batch over one period (steady state),
+// tasks handed out largest first to the thread that frees up first.
+std::vector<double> batches(const RootJobPlacement& p, int64_t F, int threads) {
+  std::vector<double> out;
+  std::vector<PlacedTask> tasks;
   for (int64_t step = 3 * F + 1; step <= 4 * F; ++step) {
-    p.jobs_at(step, jobs);
-    total += batch_time(jobs, blocks, threads);
+    p.tasks_at(step, tasks);
+    std::vector<double> busy(static_cast<size_t>(threads), 0.0);
+    for (const PlacedTask& t : tasks) *std::min_element(busy.begin(), busy.end()) += p.cost(t);
+    out.push_back(*std::max_element(busy.begin(), busy.end()));
   }
-  return total;
+  return out;
 }
+
+double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+double longest(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
 
 }  // namespace
 
-TEST(RootJobPlacement, EqualJobsPairUpOnTwoThreads) {
-  // Four equal blocks, staggered one per step of F = 4. With D = 1 each runs alone at its
-  // opening step (4 job-times per period); with D = 2 two share a step: 2 job-times.
+TEST(RootJobPlacement, EqualRefreshesPairUpOnTwoThreads) {
+  // Four equal one-part refreshes, staggered one per step of F = 4. With D = 1 each runs alone
+  // at its opening step (4 per period); with D = 2 two share a step: 2 per period, longest 1.
   const std::vector<std::vector<MatrixBlock>> blocks = {{block(512, 512), block(512, 512), block(512, 512), block(512, 512)}};
-  const double c = refresh_cost(blocks[0][0]);
   RefreshSchedule s("soap", 4, 1, /*stagger=*/true, blocks);
-  RootJobPlacement d1(s, blocks, ShadowDelay{1, 0}, 2);
-  RootJobPlacement d2(s, blocks, ShadowDelay{2, 0}, 2);
-  EXPECT_DOUBLE_EQ(period_time(d1, blocks, 4, 2), 4 * c);
-  EXPECT_DOUBLE_EQ(period_time(d2, blocks, 4, 2), 2 * c);
+  const auto costs = equal_parts(4, {1.0});
+  RootJobPlacement d1(s, costs, ShadowDelay{1, 0}, 2), d2(s, costs, ShadowDelay{2, 0}, 2);
+  EXPECT_DOUBLE_EQ(sum(batches(d1, 4, 2)), 4.0);
+  EXPECT_DOUBLE_EQ(sum(batches(d2, 4, 2)), 2.0);
+  EXPECT_DOUBLE_EQ(longest(batches(d2, 4, 2)), 1.0);
+  EXPECT_DOUBLE_EQ(d2.period_batches(), 2.0);
+  EXPECT_DOUBLE_EQ(d2.longest_batch(), 1.0);
   // One thread: nothing to pair.
-  RootJobPlacement one(s, blocks, ShadowDelay{2, 0}, 1);
-  EXPECT_DOUBLE_EQ(period_time(one, blocks, 4, 1), 4 * c);
+  RootJobPlacement one(s, costs, ShadowDelay{2, 0}, 1);
+  EXPECT_DOUBLE_EQ(sum(batches(one, 4, 1)), 4.0);
 }
 
-TEST(RootJobPlacement, EveryRefreshRunsOnceBeforeItsPublishStep) {
-  // bench-small's blocks, 4 layers, SOAP F = 10, D = 3, and a synchronous warm-up of 15 steps
-  // whose refreshes are not the placement's.
+TEST(RootJobPlacement, PartsOfOneRefreshSpreadOverTheDelay) {
+  // One block, F = 2, a refresh of two equal parts on one thread: with D = 1 both parts run at
+  // the opening step (batches 2, 0); with D = 2 the second part runs a step later (1, 1).
+  const std::vector<std::vector<MatrixBlock>> blocks = {{block(64, 64)}};
+  RefreshSchedule s("soap", 2, 1, false, blocks);
+  const auto costs = equal_parts(1, {1.0, 1.0});
+  RootJobPlacement d1(s, costs, ShadowDelay{1, 0}, 1), d2(s, costs, ShadowDelay{2, 0}, 1);
+  EXPECT_EQ(d1.lag(0, 0, 1), 0);
+  EXPECT_DOUBLE_EQ(longest(batches(d1, 2, 1)), 2.0);
+  EXPECT_EQ(d2.lag(0, 0, 0), 0);
+  EXPECT_EQ(d2.lag(0, 0, 1), 1);
+  EXPECT_DOUBLE_EQ(longest(batches(d2, 2, 1)), 1.0);
+  EXPECT_DOUBLE_EQ(sum(batches(d2, 2, 1)), 2.0);
+}
+
+TEST(RootJobPlacement, EveryPartRunsOnceInOrderBeforeItsPublishStep) {
+  // bench-small's blocks, 4 layers, SOAP and Shampoo parts, F = 10, D = 3 and 4, and a
+  // synchronous warm-up of 15 steps whose refreshes are not the placement's.
   const auto blocks = bench_small_blocks(4);
-  for (bool stagger : {false, true}) {
-    RefreshSchedule s("soap", 10, 1, stagger, blocks);
-    const ShadowDelay delay{3, 15};
-    RootJobPlacement p(s, blocks, delay, 2);
-    std::map<std::tuple<int, int, int64_t>, int> runs;
-    std::vector<PlacedJob> jobs;
-    for (int64_t step = 1; step <= 80; ++step) {
-      p.jobs_at(step, jobs);
-      for (size_t i = 0; i < jobs.size(); ++i) {
-        const PlacedJob& j = jobs[i];
-        EXPECT_TRUE(s.due(j.layer, j.block, j.opened));
-        EXPECT_GT(j.opened, delay.sync_steps);
-        EXPECT_GE(step, j.opened);
-        EXPECT_LT(step, j.opened + delay.delay);  // done before the publish step
-        EXPECT_EQ(step - j.opened, p.lag(j.layer, j.block));
-        if (i > 0) EXPECT_GE(refresh_cost(blocks[jobs[i - 1].layer][jobs[i - 1].block]), refresh_cost(blocks[j.layer][j.block]));
-        ++runs[{j.layer, j.block, j.opened}];
+  for (const char* algo : {"soap", "shampoo"})
+    for (int64_t D : {3, 4})
+      for (bool stagger : {false, true}) {
+        RefreshSchedule s(algo, 10, 1, stagger, blocks);
+        const auto costs = refresh_part_costs(algo, blocks);
+        const ShadowDelay delay{D, 15};
+        RootJobPlacement p(s, costs, delay, 2);
+        std::map<std::tuple<int, int, int64_t>, std::vector<int>> parts_run;   // in the order they ran
+        std::vector<PlacedTask> tasks;
+        for (int64_t step = 1; step <= 80; ++step) {
+          p.tasks_at(step, tasks);
+          for (size_t i = 0; i < tasks.size(); ++i) {
+            const PlacedTask& t = tasks[i];
+            EXPECT_TRUE(s.due(t.layer, t.block, t.opened));
+            EXPECT_GT(t.opened, delay.sync_steps);
+            EXPECT_GE(step, t.opened);
+            EXPECT_LT(step, t.opened + D);  // done before the publish step
+            ASSERT_LT(t.begin, t.end);
+            for (int k = t.begin; k < t.end; ++k) {
+              EXPECT_EQ(step - t.opened, p.lag(t.layer, t.block, k));
+              parts_run[{t.layer, t.block, t.opened}].push_back(k);
+            }
+            if (i > 0) EXPECT_GE(p.cost(tasks[i - 1]), p.cost(t));
+          }
+        }
+        for (int l = 0; l < 4; ++l)
+          for (int b = 0; b < 5; ++b)
+            for (int64_t t = delay.sync_steps + 1; t <= 70; ++t)
+              if (s.due(l, b, t)) {
+                std::vector<int> all(costs[l][b].size());
+                std::iota(all.begin(), all.end(), 0);
+                EXPECT_EQ((parts_run[{l, b, t}]), all) << algo << " " << l << " " << b << " opened " << t;
+              }
+        for (const auto& [key, parts] : parts_run)   // (later openings finish after step 80)
+          if (std::get<2>(key) <= 80 - D) EXPECT_EQ(parts.size(), costs[std::get<0>(key)][std::get<1>(key)].size());
       }
-    }
-    for (int l = 0; l < 4; ++l)
-      for (int b = 0; b < 5; ++b)
-        for (int64_t t = delay.sync_steps + 1; t <= 70; ++t)
-          if (s.due(l, b, t)) EXPECT_EQ((runs[{l, b, t}]), 1) << l << " " << b << " " << t;
-    for (const auto& [key, n] : runs) EXPECT_EQ(n, 1);
-  }
 }
 
-TEST(RootJobPlacement, LagsShortenBenchSmallsBatches) {
-  // With the cost-balanced stagger every step of bench-small opens about one 1024 x 256 refresh
-  // (B), so without lags each step's batch lasts at least B while the other thread has less to
-  // do. Lags of up to D - 1 = 2 steps pair the large jobs.
+TEST(RootJobPlacement, PartsMakeBenchSmallsBatchesShortAndEven) {
+  // With the cost-balanced stagger each step of bench-small opens about one 1024 x 256 refresh
+  // (cost B). Whole refreshes at lag 0 leave a thread idle beside each; whole refreshes over
+  // lags <= 2 pair them, but then steps alternate between two large refreshes and small ones.
+  // In parts over the same lags the batches approach the even spread: total / (2 F) each.
   const auto blocks = bench_small_blocks(4);
   RefreshSchedule s("soap", 10, 1, true, blocks);
-  RootJobPlacement d1(s, blocks, ShadowDelay{1, 0}, 2);
-  RootJobPlacement d3(s, blocks, ShadowDelay{3, 0}, 2);
-  const double B = refresh_cost(block(1024, 256));
+  const auto parts = refresh_part_costs("soap", blocks);
+  RootJobPlacement::PartCosts whole;
   double total = 0;
-  for (const auto& layer : blocks)
-    for (const MatrixBlock& b : layer) total += refresh_cost(b);
-  const double unpaired = period_time(d1, blocks, 10, 2), paired = period_time(d3, blocks, 10, 2);
-  std::printf("period time: lag 0 %.2f B, lags <= 2 %.2f B, lower bound %.2f B\n", unpaired / B, paired / B,
-              total / 2 / B);
-  EXPECT_GE(unpaired, 10 * B);
-  EXPECT_LT(paired, 0.8 * unpaired);
-  EXPECT_GE(paired, total / 2);
+  for (const auto& layer : parts) {
+    whole.emplace_back();
+    for (const auto& p : layer) {
+      whole.back().push_back({std::accumulate(p.begin(), p.end(), 0.0)});
+      total += whole.back().back()[0];
+    }
+  }
+  const double B = refresh_cost(block(1024, 256)), even = total / 2 / 10;
+  RootJobPlacement lag0(s, whole, ShadowDelay{1, 0}, 2), paired(s, whole, ShadowDelay{3, 0}, 2),
+      split(s, parts, ShadowDelay{3, 0}, 2);
+  const auto b0 = batches(lag0, 10, 2), bp = batches(paired, 10, 2), bs = batches(split, 10, 2);
+  std::printf("in B per period / longest batch: lag 0 %.2f / %.2f, whole over lags <= 2 %.2f / %.2f, "
+              "parts %.2f / %.2f; even spread %.2f / %.2f\n",
+              sum(b0) / B, longest(b0) / B, sum(bp) / B, longest(bp) / B, sum(bs) / B, longest(bs) / B,
+              10 * even / B, even / B);
+  EXPECT_DOUBLE_EQ(sum(bs), split.period_batches());
+  EXPECT_DOUBLE_EQ(longest(bs), split.longest_batch());
+  EXPECT_GE(longest(b0), B);
+  EXPECT_GE(longest(bp), B);                // a whole large refresh is never shorter than B
+  EXPECT_LT(longest(bs), 0.85 * B);         // parts: no step carries a whole one
+  EXPECT_LE(sum(bs), sum(bp) * 1.0001);     // and the period is no longer than paired
+  EXPECT_LE(longest(bs), 1.25 * even);
+  EXPECT_GE(sum(bs), 10 * even * 0.9999);
 }
