@@ -25,7 +25,7 @@ run() {  # NAME CONFIG STEPS [SETS...]
   build/bin/asteria-train --config "configs/bench-small-$cfg.yaml" --set "run.dir=$OUT/$name" --set "train.steps=$steps" \
     "${common[@]}" "${sets[@]}" | tail -1
 }
-asteria=(runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=3 runtime.shadow.threads=2)
+asteria=(runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=3 runtime.shadow.lane=workers runtime.shadow.threads=2)
 compute=(runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=3 runtime.shadow.lane=compute)
 run adamw adamw "$STEPS"
 for opt in soap shampoo kl-shampoo; do

@@ -39,9 +39,9 @@ run native runtime.mode=native
 # the delay's.
 run native-stagger runtime.mode=native runtime.stagger=true
 for d in 1 2 4; do
-  run "asteria-d$d" runtime.mode=asteria runtime.stagger=true "runtime.shadow.delay=$d" runtime.shadow.threads=2
+  run "asteria-d$d" runtime.mode=asteria runtime.stagger=true "runtime.shadow.delay=$d" runtime.shadow.lane=workers runtime.shadow.threads=2
 done
-run asteria-d4-nosync runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=4 runtime.shadow.threads=2 \
+run asteria-d4-nosync runtime.mode=asteria runtime.stagger=true runtime.shadow.delay=4 runtime.shadow.lane=workers runtime.shadow.threads=2 \
   runtime.shadow.sync_steps=0
 py=/usr/bin/python3
 present=()

@@ -22,7 +22,7 @@
 namespace {
 
 std::string step_name(int64_t s) {
-  char buf[16];
+  char buf[24];
   std::snprintf(buf, sizeof buf, "%06lld", static_cast<long long>(s));
   return buf;
 }

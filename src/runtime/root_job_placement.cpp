@@ -75,33 +75,31 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
   };
 
   const int64_t lags = std::min(delay.delay, F);
-  // Greedy, largest refresh first, its parts in order: each part at the lag (no smaller than
-  // the previous part's) that raises the objective least; ties: the smaller lag. A part not yet
-  // placed sits with the previous one (the refresh joins the members at its first part).
-  std::vector<bool> placed(refreshes_.size(), false);
+  // Greedy. Every refresh starts at lag 0 with its parts' costs held back; largest refresh
+  // first, its parts in order, each part gets its cost back and the lag (no smaller than the
+  // previous part's; the parts after it follow) that raises the objective least, ties: the
+  // smaller lag.
+  std::vector<std::vector<double>> held(refreshes_.size());
+  for (size_t i = 0; i < refreshes_.size(); ++i) {
+    held[i].swap(refreshes_[i].cost);
+    refreshes_[i].cost.assign(held[i].size(), 0.0);
+    std::set<size_t> touched;
+    attach(i, touched);
+  }
   for (size_t i = 0; i < refreshes_.size(); ++i) {
     Refresh& r = refreshes_[i];
-    for (size_t k = 0; k < r.lag.size(); ++k) {
-      std::vector<double> saved = r.cost;
-      // Parts after k cost nothing while k is placed.
-      for (size_t later = k + 1; later < r.cost.size(); ++later) r.cost[later] = 0;
-      int64_t best = -1;
+    for (size_t k = 0; k < r.cost.size(); ++k) {
+      r.cost[k] = held[i][k];
+      std::vector<int64_t> best;
       double best_j = 0;
       for (int64_t lag = k > 0 ? r.lag[k - 1] : 0; lag < lags; ++lag) {
-        std::set<size_t> touched;
-        if (placed[i]) touched = detach(i);
-        std::fill(r.lag.begin() + static_cast<int64_t>(k), r.lag.end(), lag);
-        attach(i, touched);
-        placed[i] = true;
-        const double j = objective();
-        if (best < 0 || j < best_j) best = lag, best_j = j;
+        std::vector<int64_t> candidate = r.lag;
+        std::fill(candidate.begin() + static_cast<int64_t>(k), candidate.end(), lag);
+        const double j = set_lags(i, candidate);
+        if (best.empty() || j < best_j) best = candidate, best_j = j;
       }
-      std::vector<int64_t> chosen = r.lag;
-      std::fill(chosen.begin() + static_cast<int64_t>(k), chosen.end(), best);
-      set_lags(i, chosen);
-      r.cost = std::move(saved);
+      set_lags(i, best);
     }
-    set_lags(i, r.lag);  // with every part's cost again
   }
   // Then single moves, of one part (within its neighbours' lags) or of a whole refresh, while
   // one lowers the objective.

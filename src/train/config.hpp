@@ -80,8 +80,9 @@ struct TrainConfig {
 // D = 1 leaves root jobs unfinished at their publish step (stalls); D = 3 with 2 workers does not.
 struct ShadowConfig {
   int threads = 2;              // host worker threads (low OS priority)
-  std::string lane = "workers"; // workers: root jobs on the host workers; compute: in a batch on
-                                // the compute lane's threads (no spare cores; same results)
+  std::string lane = "auto";    // workers: root jobs on the host workers; compute: in parts, in a
+                                // batch on the compute lane's threads (same results); auto:
+                                // workers when they have cores of their own, else compute
   int64_t delay = 3;            // D: a snapshot of step t is published at step t + D
   int64_t sync_steps = -1;      // refreshes opened at steps <= this publish at once (the bases
                                 // move fastest early); -1 = train.warmup_steps

@@ -54,6 +54,17 @@ ShadowDelay shadow_delay(const Config& cfg) {
   return ShadowDelay{c.delay, c.sync_steps >= 0 ? c.sync_steps : cfg.train.warmup_steps};
 }
 
+// runtime.shadow.lane, with auto resolved: the host workers only when they have cores of their
+// own, i.e. the compute lane's threads and the workers together fit the machine's cores; else
+// the root jobs run in parts on the compute lane (on a CPU-only box whose cores the compute lane
+// already uses, workers only take cycles from its OpenMP team, which then waits at its barriers).
+std::string shadow_lane(const Config& cfg) {
+  const std::string& lane = cfg.runtime.shadow.lane;
+  if (lane != "auto") return lane;
+  const int compute = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
+  return compute + cfg.runtime.shadow.threads <= omp_get_num_procs() ? "workers" : "compute";
+}
+
 void set_threads(int threads) {
   if (threads <= 0) return;
   omp_set_num_threads(threads);
@@ -120,7 +131,7 @@ struct Trainer::Impl {
     tiers = std::make_unique<TierManager>(std::move(layout), *optimizer, disk_tier_file(cfg));
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     if (cfg.runtime.mode == "asteria" && second_order) {
-      if (cfg.runtime.shadow.lane == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
+      if (shadow_lane(cfg) == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0);
     }
@@ -204,6 +215,7 @@ struct Trainer::Impl {
                                                   : "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"},
                              {"threads", threads},
                              {"tokens_per_step", tokens_per_step}};
+      if (shadow) info["shadow_lane"] = pool ? "workers" : "compute";
       write_file_atomically(dir / "run_info.json", info.dump(2) + "\n");
     }
     MetricsWriter metrics((dir / "metrics.jsonl").string());
@@ -260,7 +272,7 @@ struct Trainer::Impl {
         rec["shadow_published"] = shadow->published();
         rec["staging_s"] = executor->seconds(OpKind::Snapshot);
         // runtime.shadow.lane compute: the step's root jobs on the compute lane.
-        if (cfg.runtime.shadow.lane == "compute") rec["root_jobs_s"] = executor->seconds(OpKind::RootJobBatch);
+        if (!pool) rec["root_jobs_s"] = executor->seconds(OpKind::RootJobBatch);
       }
       double eval_loss = -1;
       const bool eval_due = eval && ((cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) ||
@@ -323,7 +335,7 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
            ")\n";
     if (cfg.runtime.mode == "asteria") {
       const ShadowDelay delay = shadow_delay(cfg);
-      if (cfg.runtime.shadow.lane == "compute" && delay.delay > 0)
+      if (shadow_lane(cfg) == "compute" && delay.delay > 0)
         placement = std::make_unique<RootJobPlacement>(
             *schedule, refresh_part_costs(cfg.optim.name, blocks), delay,
             cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads());

@@ -1,7 +1,10 @@
 // The asteria-train command line: exit codes and messages, --dry-run, --print-plan.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <fstream>
+#include <string>
 
 #include "test_util.hpp"
 
@@ -34,7 +37,8 @@ TEST(Cli, PrintPlanListsOpsPerLayer) {
 // warm-up (runtime.shadow.sync_steps) have none.
 TEST(Cli, PrintPlanShowsShadowOps) {
   const std::string base = kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.mode=asteria " +
-                           "--set runtime.shadow.delay=2 --set optim.precondition_frequency=10 --set train.warmup_steps=5 --print-plan ";
+                           "--set runtime.shadow.lane=workers --set runtime.shadow.delay=2 --set optim.precondition_frequency=10 " +
+                           "--set train.warmup_steps=5 --print-plan ";
   std::string out;
   // SOAP's first refresh is at step 11 (count t - 1 = 10): snapshot and root jobs publishing at 13.
   ASSERT_EQ(0, run_command(base + "--plan-step 11", &out)) << out;
@@ -57,6 +61,19 @@ TEST(Cli, PrintPlanShowsShadowOps) {
     }
   ASSERT_EQ(0, run_command(base + "--set train.warmup_steps=11 --set runtime.shadow.sync_steps=0 --plan-step 11", &out));
   EXPECT_NE(out.find("root_job"), std::string::npos) << out;
+  // runtime.shadow.lane auto: host workers only when they have cores of their own. A compute
+  // lane on every core leaves them none; one compute thread and one worker fit 2 or more cores.
+  const std::string compute_op = "compute  root_jobs", host_op = "host     root_job ";
+  ASSERT_EQ(0, run_command(base + "--set runtime.shadow.lane=auto --set runtime.threads=" +
+                               std::to_string(omp_get_num_procs()) + " --plan-step 11",
+                           &out));
+  EXPECT_NE(out.find(compute_op), std::string::npos) << out;
+  EXPECT_EQ(out.find(host_op), std::string::npos) << out;
+  ASSERT_EQ(0, run_command(base + "--set runtime.shadow.lane=auto --set runtime.threads=1 --set runtime.shadow.threads=1 "
+                               "--plan-step 11",
+                           &out));
+  const bool spare = omp_get_num_procs() >= 2;
+  EXPECT_EQ(out.find(spare ? host_op : compute_op) != std::string::npos, true) << out;
 }
 
 TEST(Cli, BadInputExitsNonZeroWithMessage) {

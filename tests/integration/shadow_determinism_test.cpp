@@ -44,7 +44,7 @@ class ShadowDeterminism : public ::testing::TestWithParam<const char*> {
 
 TEST_P(ShadowDeterminism, DelayZeroWithoutStaggerEqualsNative) {
   auto native = train({"runtime.mode=native"});
-  auto shadow0 = train({"runtime.mode=asteria", "runtime.shadow.delay=0", "runtime.shadow.threads=2"});
+  auto shadow0 = train({"runtime.mode=asteria", "runtime.shadow.delay=0", "runtime.shadow.lane=workers", "runtime.shadow.threads=2"});
   EXPECT_TRUE(same_bits(native, shadow0));
   auto compute0 = train({"runtime.mode=asteria", "runtime.shadow.delay=0", "runtime.shadow.lane=compute"});
   EXPECT_TRUE(same_bits(native, compute0));
@@ -54,10 +54,10 @@ TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
   for (const char* delay : {"runtime.shadow.delay=1", "runtime.shadow.delay=2"}) {
     std::vector<std::string> base = {"runtime.mode=asteria", "runtime.stagger=true", delay};
     auto with = [&](const std::vector<std::string>& more) { return train(base, more); };
-    auto one = with({"runtime.shadow.threads=1"});
-    auto two_slow = with({"runtime.shadow.threads=2", "runtime.shadow.worker_delay_ms=30"});
-    auto four = with({"runtime.shadow.threads=4"});
-    auto one_slow = with({"runtime.shadow.threads=1", "runtime.shadow.worker_delay_ms=60"});
+    auto one = with({"runtime.shadow.lane=workers", "runtime.shadow.threads=1"});
+    auto two_slow = with({"runtime.shadow.lane=workers", "runtime.shadow.threads=2", "runtime.shadow.worker_delay_ms=30"});
+    auto four = with({"runtime.shadow.lane=workers", "runtime.shadow.threads=4"});
+    auto one_slow = with({"runtime.shadow.lane=workers", "runtime.shadow.threads=1", "runtime.shadow.worker_delay_ms=60"});
     EXPECT_TRUE(same_bits(one, two_slow)) << delay;
     EXPECT_TRUE(same_bits(one, four)) << delay;
     EXPECT_TRUE(same_bits(one, one_slow)) << delay;
@@ -94,10 +94,10 @@ TEST_P(ShadowDeterminism, SyncWarmupIsNativeThenDelayed) {
   std::vector<std::string> part = {"runtime.mode=asteria", "runtime.stagger=true", "runtime.shadow.delay=2",
                                    "runtime.shadow.sync_steps=7"};
   auto with = [&](const std::vector<std::string>& more) { return train(part, more); };
-  auto one = with({"runtime.shadow.threads=1"});
-  auto two_slow = with({"runtime.shadow.threads=2", "runtime.shadow.worker_delay_ms=30"});
+  auto one = with({"runtime.shadow.lane=workers", "runtime.shadow.threads=1"});
+  auto two_slow = with({"runtime.shadow.lane=workers", "runtime.shadow.threads=2", "runtime.shadow.worker_delay_ms=30"});
   EXPECT_TRUE(same_bits(one, two_slow));
-  auto no_warmup = with({"runtime.shadow.threads=1", "runtime.shadow.sync_steps=0"});
+  auto no_warmup = with({"runtime.shadow.lane=workers", "runtime.shadow.threads=1", "runtime.shadow.sync_steps=0"});
   EXPECT_FALSE(same_bits(one, no_warmup));
   auto native_stagger = train({"runtime.mode=native", "runtime.stagger=true"});
   EXPECT_FALSE(same_bits(one, native_stagger));

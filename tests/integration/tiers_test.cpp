@@ -66,7 +66,8 @@ TEST_P(Tiers, QuarterOnTheHostRestOnDiskIsBitIdenticalAndWithinBudget) {
 
   for (std::vector<std::string> mode : {std::vector<std::string>{"runtime.mode=native"},
                                         std::vector<std::string>{"runtime.mode=asteria", "runtime.stagger=true",
-                                                                 "runtime.shadow.delay=1", "runtime.shadow.threads=2"}}) {
+                                                                 "runtime.shadow.delay=1", "runtime.shadow.lane=workers",
+                                                                 "runtime.shadow.threads=2"}}) {
     SCOPED_TRACE(mode[0]);
     const std::vector<float> reference = train_params(config(mode));
     for (const nlohmann::json& r : metrics()) {

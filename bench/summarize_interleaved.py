@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+"""Summarizes bench/profile_interleaved.sh: runs OUT/NAME-rR (R = 1..ROUNDS) of each NAME.
+
+usage: summarize_interleaved.py OUT ROUNDS SKIP PERIOD NAME [NAME ...]
+
+The first NAME is the baseline (AdamW). Per NAME, over the step times of all rounds after the
+first SKIP steps of each run: median, mean, p99, max, max/median; the steady profile (each step's
+median over the rounds) and its max/median; the periodic profile (each position in the refresh
+period, step % PERIOD: its median over every period of every round) and its max/median, which
+is what the refresh schedule does to the step time with the machine's stalls left out (a spike
+the schedule puts at a position shows in every period, a stall of the machine in one); the mean relative to the baseline and, for
+"<opt>-workers" / "<opt>-compute", relative to "<opt>-native", also per round (a round's configs
+ran back to back, so their ratio is the least affected by the machine's drift). Writes
+OUT/summary.json too.
+"""
+import json
+import pathlib
+import statistics
+import sys
+
+
+def step_times(out, name, r, skip):
+    with open(out / f"{name}-r{r}" / "metrics.jsonl") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return {x["step"]: x["step_time_s"] for x in rows if x["step"] > skip}
+
+
+def p99(xs):
+    xs = sorted(xs)
+    k = (len(xs) - 1) * 0.99
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def main():
+    out, rounds, skip, period = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    names = sys.argv[5:]
+    runs = {n: [step_times(out, n, r, skip) for r in range(1, rounds + 1)] for n in names}
+    mean = {n: [statistics.fmean(t.values()) for t in runs[n]] for n in names}
+    base = names[0]
+    rows = []
+    for n in names:
+        pooled = [x for t in runs[n] for x in t.values()]
+        steps = sorted(set.intersection(*(set(t) for t in runs[n])))
+        steady = [statistics.median(t[s] for t in runs[n]) for s in steps]
+        by_position = {}
+        for t in runs[n]:
+            for s, x in t.items():
+                by_position.setdefault(s % period, []).append(x)
+        periodic = [statistics.median(xs) for xs in by_position.values()]
+        native = n.rsplit("-", 1)[0] + "-native" if n.endswith(("-workers", "-compute")) else None
+        row = {
+            "run": n,
+            "steps": len(pooled),
+            "median_s": statistics.median(pooled),
+            "mean_s": statistics.fmean(pooled),
+            "p99_s": p99(pooled),
+            "max_s": max(pooled),
+            "max_over_median": max(pooled) / statistics.median(pooled),
+            "steady_max_over_median": max(steady) / statistics.median(steady),
+            "periodic_max_over_median": max(periodic) / statistics.median(periodic),
+            "mean_over_baseline": statistics.fmean(pooled) / statistics.fmean(x for t in runs[base] for x in t.values()),
+        }
+        if native in runs:
+            row["mean_over_native"] = row["mean_s"] / statistics.fmean(x for t in runs[native] for x in t.values())
+            row["mean_over_native_per_round"] = [a / b for a, b in zip(mean[n], mean[native])]
+        rows.append(row)
+    print(f"{'run':20s} {'steps':>5s} {'median s':>8s} {'mean s':>7s} {'p99 s':>7s} {'max s':>7s} {'max/med':>7s} "
+          f"{'steady':>7s} {'period':>7s} {'/' + base:>7s} {'/native':>7s}  per round /native")
+    for r in rows:
+        nat = f"{r['mean_over_native']:7.3f}" if "mean_over_native" in r else f"{'':7s}"
+        per = " ".join(f"{x:.3f}" for x in r.get("mean_over_native_per_round", []))
+        print(f"{r['run']:20s} {r['steps']:5d} {r['median_s']:8.3f} {r['mean_s']:7.3f} {r['p99_s']:7.3f} {r['max_s']:7.3f} "
+              f"{r['max_over_median']:7.2f} {r['steady_max_over_median']:7.2f} {r['periodic_max_over_median']:7.2f} {r['mean_over_baseline']:7.3f} {nat}  {per}")
+    print("steady: max/median of each step's median over the rounds; "
+          f"period: max/median of each position's (step % {period}) median over all periods and rounds")
+    with open(out / "summary.json", "w") as f:
+        json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
