@@ -24,9 +24,14 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, Shad
   }
   const int threads = pool ? pool->size() : omp_get_max_threads();
   for (int w = 0; w < threads; ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
-  if (!pool && delay.delay > 0)
-    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), refresh_part_costs(opt.algorithm(), blocks), delay,
-                                                    threads);
+  if (!pool && delay.delay > 0) {
+    RootJobPlacement::PartCosts costs = refresh_part_costs(opt.algorithm(), blocks);
+    for (int l = 0; l < opt.num_layers(); ++l)
+      for (int b = 0; b < counts[l]; ++b)
+        ASTERIA_ASSERT(static_cast<int>(costs[l][b].size()) == opt.preconditioner(l, b).refresh_parts(),
+                       "refresh_part_costs disagrees with ", blocks[l][b].name, "'s refresh parts");
+    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), costs, delay, threads);
+  }
   plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get());
   opt_.set_refresh_policy(this);
 }

@@ -18,8 +18,9 @@
 // of any step are known when its plan is built (ShadowPlanOps, also used by --print-plan).
 //
 // Warm-up: refreshes opened at steps t <= runtime.shadow.sync_steps publish at once (D = 0 for
-// them; shadow_delay.hpp). Without host workers (runtime.shadow.lane compute) the root jobs run
-// in a batch on the compute lane instead (root_job_placement.hpp), with the same results.
+// them; shadow_delay.hpp). Without host workers (runtime.shadow.lane compute, or auto on a
+// machine whose cores the compute lane uses) the refreshes run in parts, in a batch at the end of
+// each step on the compute lane's threads instead (root_job_placement.hpp), with the same results.
 #include <atomic>
 #include <condition_variable>
 #include <deque>

@@ -330,7 +330,8 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
       for (int b = 0; b < counts[l]; ++b) due += schedule->due(l, b, step);
     note = "refreshes at this step: " + std::to_string(due) + " block(s) (" +
            (cfg.runtime.mode == "asteria"
-                ? "shadow pipeline, delay " + std::to_string(shadow_delay(cfg).at(step))
+                ? "shadow pipeline, delay " + std::to_string(shadow_delay(cfg).at(step)) + ", root jobs on the " +
+                      (shadow_lane(cfg) == "workers" ? "host workers" : "compute lane, in parts")
                 : std::string("native: inline in optim_step")) +
            ")\n";
     if (cfg.runtime.mode == "asteria") {

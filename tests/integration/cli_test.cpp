@@ -69,11 +69,13 @@ TEST(Cli, PrintPlanShowsShadowOps) {
                            &out));
   EXPECT_NE(out.find(compute_op), std::string::npos) << out;
   EXPECT_EQ(out.find(host_op), std::string::npos) << out;
+  EXPECT_NE(out.find("root jobs on the compute lane, in parts"), std::string::npos) << out;
   ASSERT_EQ(0, run_command(base + "--set runtime.shadow.lane=auto --set runtime.threads=1 --set runtime.shadow.threads=1 "
                                "--plan-step 11",
                            &out));
   const bool spare = omp_get_num_procs() >= 2;
-  EXPECT_EQ(out.find(spare ? host_op : compute_op) != std::string::npos, true) << out;
+  EXPECT_NE(out.find(spare ? host_op : compute_op), std::string::npos) << out;
+  EXPECT_NE(out.find(spare ? "root jobs on the host workers" : "root jobs on the compute lane"), std::string::npos) << out;
 }
 
 TEST(Cli, BadInputExitsNonZeroWithMessage) {

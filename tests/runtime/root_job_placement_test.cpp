@@ -100,7 +100,9 @@ TEST(RootJobPlacement, EveryPartRunsOnceInOrderBeforeItsPublishStep) {
               EXPECT_EQ(step - t.opened, p.lag(t.layer, t.block, k));
               parts_run[{t.layer, t.block, t.opened}].push_back(k);
             }
-            if (i > 0) EXPECT_GE(p.cost(tasks[i - 1]), p.cost(t));
+            if (i > 0) {
+              EXPECT_GE(p.cost(tasks[i - 1]), p.cost(t));
+            }
           }
         }
         for (int l = 0; l < 4; ++l)
@@ -111,8 +113,11 @@ TEST(RootJobPlacement, EveryPartRunsOnceInOrderBeforeItsPublishStep) {
                 std::iota(all.begin(), all.end(), 0);
                 EXPECT_EQ((parts_run[{l, b, t}]), all) << algo << " " << l << " " << b << " opened " << t;
               }
-        for (const auto& [key, parts] : parts_run)   // (later openings finish after step 80)
-          if (std::get<2>(key) <= 80 - D) EXPECT_EQ(parts.size(), costs[std::get<0>(key)][std::get<1>(key)].size());
+        for (const auto& [key, parts] : parts_run) {   // (later openings finish after step 80)
+          if (std::get<2>(key) <= 80 - D) {
+            EXPECT_EQ(parts.size(), costs[std::get<0>(key)][std::get<1>(key)].size());
+          }
+        }
       }
 }
 

@@ -144,7 +144,9 @@ struct Replay {
     // Belady: every state kept is needed no later than every state evicted.
     for (auto [id, off] : resident) {
       const int next = next_use(id, current);
-      if (next > target) EXPECT_LE(next, nearest_victim) << "kept " << layout.states[id].spec.name;
+      if (next > target) {
+        EXPECT_LE(next, nearest_victim) << "kept " << layout.states[id].spec.name;
+      }
     }
   }
 
@@ -204,7 +206,7 @@ TEST(TierPlanner, LoadsAsFewAsAnyEvictionPolicyCould) {
     const int steps = 4;
     TierLayout layout = layout_of(std::vector<std::vector<size_t>>(L, {1}), cache, 0);
     ASSERT_EQ(layout.device_cache_bytes, static_cast<size_t>(cache) * kTierPage);
-    Replay r{layout};
+    Replay r{layout, {}};
     r.run(steps);
     EXPECT_EQ(r.loads, fewest_loads(L, cache, steps)) << L << " layers, cache of " << cache;
   }
@@ -218,7 +220,7 @@ TEST(TierPlanner, EvictsFurthestNextUseAndStaysInBudgetWithPrefetch) {
       SCOPED_TRACE("distance " + std::to_string(distance) + ", device " + std::to_string(device) + " pages");
       TierLayout layout = workable_layout(pages, device, distance);
       ASSERT_TRUE(layout.moves());
-      Replay r{layout};
+      Replay r{layout, {}};
       r.run(5);
       EXPECT_LE(r.peak, layout.device_cache_bytes);
       EXPECT_GT(r.loads, 0);
@@ -241,7 +243,9 @@ TEST(TierPlanner, PrefetchesAheadOfUse) {
     if (op.kind == OpKind::OptimStep) ++optim_steps;
     if (op.kind == OpKind::TierPrefetch) {
       EXPECT_EQ(op.lane, Lane::Staging);
-      if (prefetch_layers.size() < 2) EXPECT_LT(op.id, first_forward);
+      if (prefetch_layers.size() < 2) {
+        EXPECT_LT(op.id, first_forward);
+      }
       prefetch_layers.push_back(op.layer);
       optim_steps_before_last_prefetch = optim_steps;
     }
@@ -250,7 +254,9 @@ TEST(TierPlanner, PrefetchesAheadOfUse) {
   EXPECT_EQ(optim_steps_before_last_prefetch, 3);   // layer 0 (use 5) is loaded before use 3's step
   // Describe says what moves.
   for (const Op& op : plan.ops)
-    if (op.kind == OpKind::TierPrefetch) EXPECT_NE(plans.planner.describe(op).find("host->device"), std::string::npos);
+    if (op.kind == OpKind::TierPrefetch) {
+      EXPECT_NE(plans.planner.describe(op).find("host->device"), std::string::npos);
+    }
 }
 
 TEST(TierPlanner, NothingToPlanWhenEverythingIsOnTheDevice) {
@@ -277,7 +283,7 @@ TEST(TierPlanner, FragmentedCacheGetsRoomOrAnErrorWithTheBytesThatWork) {
       TierLayout layout = workable_layout(pages, tier_cache_need(warm_specs(pages), distance) / kTierPage,
                                           distance, &refused_here);
       refused += refused_here;
-      Replay r{layout};
+      Replay r{layout, {}};
       r.run(12);
     }
   }
