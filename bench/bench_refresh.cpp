@@ -14,6 +14,10 @@
 // fp32 roundoff may sort differently, an equally valid basis: the count of columns the timed
 // float32 call placed differently from float64 is printed beside it).
 //
+// Then the parts the compute lane places (matfn::qr_refresh_part, inverse_root_eigh_part): each
+// part's median milliseconds and its share of the refresh, beside the shares the placement
+// assumes (refresh_part_costs).
+//
 // Usage: bench_refresh [--repeats N] [--sizes 256,768,1024]
 #include <cblas.h>
 #include <omp.h>
@@ -29,9 +33,11 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "optim/matrix_functions.hpp"
+#include "optim/preconditioner.hpp"
 
 namespace {
 
@@ -180,6 +186,42 @@ int main(int argc, char** argv) {
                   1e3 * *std::min_element(c32.samples.begin(), c32.samples.end()), m64 / m32,
                   qr ? qr_diff[i] : max_rel_diff(d.root_out[1], d.root_out[0]),
                   qr ? std::to_string(moved).c_str() : "-");
+    }
+
+  // The parts, timed one by one (round-robin over the repeats like the cases above).
+  std::printf("\nparts (median ms; share of the refresh, measured / assumed by refresh_part_costs)\n");
+  for (const auto& d : data)
+    for (auto prec : {matfn::Precision::Float64, matfn::Precision::Float32}) {
+      const char* dtype = prec == matfn::Precision::Float64 ? "f64" : "f32";
+      std::vector<std::vector<double>> qr(matfn::kQrRefreshParts), root(matfn::kInverseRootEighParts);
+      matfn::PartCarry carry;
+      for (int r = 0; r <= repeats; ++r) {   // round 0 warms up
+        d->Q = d->Q0;
+        for (int k = 0; k < matfn::kQrRefreshParts; ++k) {
+          const auto t0 = Clock::now();
+          if (matfn::qr_refresh_part(k, prec, d->n, d->L.data(), d->Q.data(), d->perm, carry, d->ws) != matfn::Status::Ok)
+            std::abort();
+          if (r > 0) qr[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        for (int k = 0; k < matfn::kInverseRootEighParts; ++k) {
+          const auto t0 = Clock::now();
+          if (matfn::inverse_root_eigh_part(k, prec, d->n, d->L.data(), 4.0, 1e-12, d->root.data(), carry, d->ws) !=
+              matfn::Status::Ok)
+            std::abort();
+          if (r > 0) root[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+      }
+      // refresh_part_costs lists the left factor's parts first: a square block's first half.
+      for (const auto& [name, parts, algo] : {std::tuple{"qr_refresh", &qr, "soap"}, std::tuple{"inverse_root", &root, "shampoo"}}) {
+        const std::vector<double> assumed = asteria::refresh_part_costs(algo, d->n, d->n);
+        double total = 0, assumed_total = 0;
+        for (size_t k = 0; k < parts->size(); ++k) total += median((*parts)[k]), assumed_total += assumed[k];
+        std::printf("%-13s %5d %s:", name, d->n, dtype);
+        for (size_t k = 0; k < parts->size(); ++k)
+          std::printf("  part %zu %8.2f ms %.2f / %.2f", k, 1e3 * median((*parts)[k]), median((*parts)[k]) / total,
+                      assumed[k] / assumed_total);
+        std::printf("\n");
+      }
     }
   return 0;
 }
