@@ -11,7 +11,8 @@ is what the refresh schedule does to the step time with the machine's stalls lef
 the schedule puts at a position shows in every period, a stall of the machine in one); the mean relative to the baseline and, for
 "<opt>-workers" / "<opt>-compute", relative to "<opt>-native", also per round (a round's configs
 ran back to back, so their ratio is the least affected by the machine's drift). Writes
-OUT/summary.json too.
+OUT/summary.json and OUT/step_time_profile.png: each step's median over the rounds, one panel per
+optimizer (native, workers, compute) with the baseline in every panel.
 """
 import json
 import pathlib
@@ -76,6 +77,33 @@ def main():
           f"period: max/median of each position's (step % {period}) median over all periods and rounds")
     with open(out / "summary.json", "w") as f:
         json.dump(rows, f, indent=1)
+    plot(out, runs, base, [n for n in names if n != base])
+
+
+def plot(out, runs, base, names):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def steady(n):
+        steps = sorted(set.intersection(*(set(t) for t in runs[n])))
+        return steps, [statistics.median(t[s] for t in runs[n]) for s in steps]
+
+    groups = {}
+    for n in names:
+        groups.setdefault(n.rsplit("-", 1)[0], []).append(n)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 3.2 * len(groups)), sharex=True, squeeze=False)
+    for ax, (group, members) in zip(axes[:, 0], groups.items()):
+        ax.plot(*steady(base), color="grey", lw=1, label=base)
+        for n in members:
+            ax.plot(*steady(n), lw=1.2, label=n)
+        ax.set_ylabel("step time s")
+        ax.set_title(f"{group}: each step's median over {len(runs[base])} rounds")
+        ax.legend(fontsize=8, loc="upper right")
+    axes[-1, 0].set_xlabel("step")
+    fig.tight_layout()
+    fig.savefig(out / "step_time_profile.png", dpi=110)
 
 
 if __name__ == "__main__":
