@@ -19,18 +19,13 @@ import pathlib
 import statistics
 import sys
 
+from summarize_runs import percentile
+
 
 def step_times(out, name, r, skip):
     with open(out / f"{name}-r{r}" / "metrics.jsonl") as f:
         rows = [json.loads(line) for line in f if line.strip()]
     return {x["step"]: x["step_time_s"] for x in rows if x["step"] > skip}
-
-
-def p99(xs):
-    xs = sorted(xs)
-    k = (len(xs) - 1) * 0.99
-    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
 def main():
@@ -55,7 +50,7 @@ def main():
             "steps": len(pooled),
             "median_s": statistics.median(pooled),
             "mean_s": statistics.fmean(pooled),
-            "p99_s": p99(pooled),
+            "p99_s": percentile(pooled, 0.99),
             "max_s": max(pooled),
             "max_over_median": max(pooled) / statistics.median(pooled),
             "steady_max_over_median": max(steady) / statistics.median(steady),

@@ -71,12 +71,9 @@ void EigenbasisBlock::snapshot(RefreshJob& job) const {
 
 void EigenbasisBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const {
   // Parts 0-2: the left factor's QR refresh, 3-5: the right's.
-  const bool left = part < matfn::kQrRefreshParts;
-  job.status = left ? matfn::qr_refresh_part(part, p_.refresh_dtype, static_cast<int>(job.rows), job.left.data(),
-                                             job.left_basis.data(), job.left_perm, job.left_carry, ws, sort_)
-                    : matfn::qr_refresh_part(part - matfn::kQrRefreshParts, p_.refresh_dtype,
-                                             static_cast<int>(job.cols), job.right.data(), job.right_basis.data(),
-                                             job.right_perm, job.right_carry, ws, sort_);
+  const RefreshSide side = refresh_side(job, part, matfn::kQrRefreshParts);
+  job.status = matfn::qr_refresh_part(side.stage, p_.refresh_dtype, side.n, side.factor, side.basis.data(), side.perm,
+                                      side.carry, ws, sort_);
 }
 
 void EigenbasisBlock::install(const RefreshJob& job) {

@@ -1,5 +1,7 @@
 #include "optim/preconditioner.hpp"
 
+#include <array>
+
 #include "core/error.hpp"
 #include "optim/kl_shampoo.hpp"
 #include "optim/shampoo.hpp"
@@ -67,9 +69,12 @@ void BlockPreconditioner::compute_refresh_part(RefreshJob& job, int part, matfn:
 }
 
 std::vector<double> refresh_part_costs(const std::string& algorithm, int64_t rows, int64_t cols) {
+  // One share per part of a side, sized by the matrix functions' part counts.
+  static constexpr std::array<double, matfn::kQrRefreshParts> qr = {0.22, 0.39, 0.39};
+  static constexpr std::array<double, matfn::kInverseRootEighParts> root = {0.86, 0.14};
   std::vector<double> shares;
-  if (algorithm == "soap" || algorithm == "kl_shampoo") shares = {0.22, 0.39, 0.39};
-  else if (algorithm == "shampoo") shares = {0.86, 0.14};
+  if (algorithm == "soap" || algorithm == "kl_shampoo") shares.assign(qr.begin(), qr.end());
+  else if (algorithm == "shampoo") shares.assign(root.begin(), root.end());
   else fail("unknown preconditioner '", algorithm, "'");
   std::vector<double> costs;
   for (const double n : {static_cast<double>(rows), static_cast<double>(cols)})

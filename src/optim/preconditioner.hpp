@@ -65,6 +65,25 @@ struct RefreshJob {
   matfn::Status status = matfn::Status::Ok;
 };
 
+// The side of a job a refresh part works on: parts 0 .. per_side - 1 are the left factor's
+// (rows x rows), the next per_side the right's (cols x cols); stage is the part within its side.
+struct RefreshSide {
+  int stage, n;
+  const double* factor;
+  std::vector<double>& basis;
+  std::vector<double>& root;
+  std::vector<int>& perm;
+  matfn::PartCarry& carry;
+  bool& newton_done;
+};
+inline RefreshSide refresh_side(RefreshJob& job, int part, int per_side) {
+  if (part < per_side)
+    return {part, static_cast<int>(job.rows), job.left.data(), job.left_basis, job.left_root, job.left_perm,
+            job.left_carry, job.left_newton_done};
+  return {part - per_side, static_cast<int>(job.cols), job.right.data(), job.right_basis, job.right_root,
+          job.right_perm, job.right_carry, job.right_newton_done};
+}
+
 // The parts of a block's refresh (BlockPreconditioner::compute_refresh_part), left factor's then
 // right's, each with its cost: single-thread fp32 times at n = 1024 relative to n^3, so that a
 // block's parts sum to rows^3 + cols^3 (refresh_cost):

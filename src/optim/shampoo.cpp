@@ -45,22 +45,15 @@ void ShampooBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws)
   // Parts 0-1: the left factor's inverse root, 2-3: the right's. With root_method newton part 0
   // tries the coupled Newton iteration first; the eigendecomposition is the reference method, and
   // the retry after a Newton failure (a converged Newton root leaves part 1 nothing to do).
-  const bool left = part < matfn::kInverseRootEighParts;
-  const int stage = left ? part : part - matfn::kInverseRootEighParts;
-  const int d = static_cast<int>(left ? job.rows : job.cols);
-  const double* A = left ? job.left.data() : job.right.data();
-  std::vector<double>& out = left ? job.left_root : job.right_root;
-  matfn::PartCarry& carry = left ? job.left_carry : job.right_carry;
-  bool& newton_done = left ? job.left_newton_done : job.right_newton_done;
-  out.resize(static_cast<size_t>(d) * d);
-  if (stage == 0) {
-    newton_done = p_.root_method == RootMethod::Newton &&
-                  matfn::inverse_root_newton(p_.refresh_dtype, d, A, 4, p_.root_eps, out.data(), ws) == matfn::Status::Ok;
-    if (newton_done) return;
-  } else if (newton_done) {
-    return;
-  }
-  job.status = matfn::inverse_root_eigh_part(stage, p_.refresh_dtype, d, A, 4.0, p_.root_eps, out.data(), carry, ws);
+  const RefreshSide side = refresh_side(job, part, matfn::kInverseRootEighParts);
+  side.root.resize(static_cast<size_t>(side.n) * side.n);
+  if (side.stage == 0)
+    side.newton_done = p_.root_method == RootMethod::Newton &&
+                       matfn::inverse_root_newton(p_.refresh_dtype, side.n, side.factor, 4, p_.root_eps, side.root.data(),
+                                                  ws) == matfn::Status::Ok;
+  if (side.newton_done) return;
+  job.status = matfn::inverse_root_eigh_part(side.stage, p_.refresh_dtype, side.n, side.factor, 4.0, p_.root_eps,
+                                             side.root.data(), side.carry, ws);
 }
 
 void ShampooBlock::install(const RefreshJob& job) {

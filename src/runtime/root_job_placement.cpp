@@ -165,16 +165,12 @@ void RootJobPlacement::tasks_at(int64_t step, std::vector<PlacedTask>& out) cons
       while (end < r.lag.size() && r.lag[end] == r.lag[k]) ++end;
       const int64_t opened = step - r.lag[k];
       if (opened >= 1 && delay_.at(opened) > 0 && schedule_.due(r.layer, r.block, opened))
-        out.push_back({r.layer, r.block, opened, static_cast<int>(k), static_cast<int>(end)});
+        out.push_back({r.layer, r.block, opened, static_cast<int>(k), static_cast<int>(end),
+                       std::accumulate(r.cost.begin() + k, r.cost.begin() + end, 0.0)});
       k = end;
     }
   }
-  std::stable_sort(out.begin(), out.end(), [&](const PlacedTask& a, const PlacedTask& b) { return cost(a) > cost(b); });
-}
-
-double RootJobPlacement::cost(const PlacedTask& task) const {
-  const Refresh& r = refreshes_[index_[task.layer][task.block]];
-  return std::accumulate(r.cost.begin() + task.begin, r.cost.begin() + task.end, 0.0);
+  std::stable_sort(out.begin(), out.end(), [](const PlacedTask& a, const PlacedTask& b) { return a.cost > b.cost; });
 }
 
 RootJobPlacement::PartCosts refresh_part_costs(const std::string& algorithm,

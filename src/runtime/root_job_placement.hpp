@@ -32,6 +32,7 @@ struct PlacedTask {
   int layer = 0, block = 0;
   int64_t opened = 0;
   int begin = 0, end = 0;
+  double cost = 0;   // the parts' costs, summed
 };
 
 class RootJobPlacement {
@@ -45,7 +46,6 @@ class RootJobPlacement {
   int64_t lag(int layer, int block, int part) const;
   // The tasks that run at the end of `step`, largest first (the order they are handed out in).
   void tasks_at(int64_t step, std::vector<PlacedTask>& out) const;
-  double cost(const PlacedTask& task) const;
   // Over one period of F steps: the longest batch and the sum of the batches, in cost units.
   double longest_batch() const;
   double period_batches() const;

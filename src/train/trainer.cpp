@@ -54,6 +54,9 @@ ShadowDelay shadow_delay(const Config& cfg) {
   return ShadowDelay{c.delay, c.sync_steps >= 0 ? c.sync_steps : cfg.train.warmup_steps};
 }
 
+// The compute lane's threads: runtime.threads, 0 = all cores (what OpenMP has).
+int compute_threads(const Config& cfg) { return cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads(); }
+
 // runtime.shadow.lane, with auto resolved: the host workers only when they have cores of their
 // own, i.e. the compute lane's threads and the workers together fit the machine's cores; else
 // the root jobs run in parts on the compute lane (on a CPU-only box whose cores the compute lane
@@ -61,8 +64,7 @@ ShadowDelay shadow_delay(const Config& cfg) {
 std::string shadow_lane(const Config& cfg) {
   const std::string& lane = cfg.runtime.shadow.lane;
   if (lane != "auto") return lane;
-  const int compute = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
-  return compute + cfg.runtime.shadow.threads <= omp_get_num_procs() ? "workers" : "compute";
+  return compute_threads(cfg) + cfg.runtime.shadow.threads <= omp_get_num_procs() ? "workers" : "compute";
 }
 
 void set_threads(int threads) {
@@ -200,7 +202,7 @@ struct Trainer::Impl {
     const fs::path dir = cfg.run.dir;
     fs::create_directories(dir);
     write_file_atomically(dir / "config.yaml", config_to_yaml(cfg));
-    const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
+    const int threads = compute_threads(cfg);
     const double peak = cfg.run.peak_flops > 0 ? cfg.run.peak_flops : cpu_peak_flops(threads);
     const double flops_per_token = training_flops_per_token(cfg.model);
     const int64_t tokens_per_step =
@@ -328,18 +330,18 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
     int due = 0;
     for (int l = 0; l < L; ++l)
       for (int b = 0; b < counts[l]; ++b) due += schedule->due(l, b, step);
+    const ShadowDelay delay = shadow_delay(cfg);
+    const bool workers = shadow_lane(cfg) == "workers";
     note = "refreshes at this step: " + std::to_string(due) + " block(s) (" +
            (cfg.runtime.mode == "asteria"
-                ? "shadow pipeline, delay " + std::to_string(shadow_delay(cfg).at(step)) + ", root jobs on the " +
-                      (shadow_lane(cfg) == "workers" ? "host workers" : "compute lane, in parts")
+                ? "shadow pipeline, delay " + std::to_string(delay.at(step)) + ", root jobs on the " +
+                      (workers ? "host workers" : "compute lane, in parts")
                 : std::string("native: inline in optim_step")) +
            ")\n";
     if (cfg.runtime.mode == "asteria") {
-      const ShadowDelay delay = shadow_delay(cfg);
-      if (shadow_lane(cfg) == "compute" && delay.delay > 0)
-        placement = std::make_unique<RootJobPlacement>(
-            *schedule, refresh_part_costs(cfg.optim.name, blocks), delay,
-            cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads());
+      if (!workers && delay.delay > 0)
+        placement = std::make_unique<RootJobPlacement>(*schedule, refresh_part_costs(cfg.optim.name, blocks), delay,
+                                                       compute_threads(cfg));
       shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, delay, placement.get());
       builder.add_contributor(shadow_ops.get());
     }

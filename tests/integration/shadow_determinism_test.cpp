@@ -25,16 +25,16 @@ class ShadowDeterminism : public ::testing::TestWithParam<const char*> {
     asteria::testing::write_bigram_tokens(dir_->file("train.bin"), 20000, 512, 1);
   }
 
-  Config config(std::vector<std::string> extra) {
+  // The short run's config with the given overrides (base, then more).
+  Config config(const std::vector<std::string>& base, const std::vector<std::string>& more = {}) {
     std::vector<std::string> sets = short_second_order_sets(*dir_, GetParam(), 14);
-    sets.insert(sets.end(), extra.begin(), extra.end());
+    sets.insert(sets.end(), base.begin(), base.end());
+    sets.insert(sets.end(), more.begin(), more.end());
     return load_config_text("seed: 5\nmodel:\n  preset: tiny\n  n_layers: 1\n", "shadow.yaml", sets);
   }
-  // Parameters of all layers after a short run with the given overrides.
-  std::vector<float> train(std::vector<std::string> extra) { return train_params(config(std::move(extra))); }
-  std::vector<float> train(std::vector<std::string> base, const std::vector<std::string>& more) {
-    base.insert(base.end(), more.begin(), more.end());
-    return train(std::move(base));
+  // Parameters of all layers after that run.
+  std::vector<float> train(const std::vector<std::string>& base, const std::vector<std::string>& more = {}) {
+    return train_params(config(base, more));
   }
 
   std::unique_ptr<TempDir> dir_;
@@ -67,10 +67,9 @@ TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
     EXPECT_TRUE(same_bits(one, compute)) << delay;
     if (std::string(delay) == "runtime.shadow.delay=2") {
       // ... also where refreshes are split over two steps: some task starts after part 0.
-      std::vector<std::string> sets = base;
-      sets.insert(sets.end(), compute_lane.begin(), compute_lane.end());
+      const Config cfg = config(base, compute_lane);
       std::string plan;
-      for (int64_t step = 3; step <= 14; ++step) plan += describe_step_plan(config(sets), step);
+      for (int64_t step = 3; step <= 14; ++step) plan += describe_step_plan(cfg, step);
       const std::regex task("\\[parts ([0-9]+)-[0-9]+\\]");
       bool split = false;
       for (std::sregex_iterator it(plan.begin(), plan.end(), task), end; it != end; ++it) split |= (*it)[1] != "0";
