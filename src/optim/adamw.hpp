@@ -2,6 +2,8 @@
 // AdamW (Loshchilov & Hutter): Adam moments with bias correction and decoupled weight decay
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
 //   p -= lr * ( m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + wd * p )
+// (the decay is the decrement lr * wd * p, never a factor 1 - lr * wd rounded to fp32; with
+// `compensated` the update is a compensated sum, update_compensation.hpp).
 // Weight decay applies per tensor class: matrices always, embeddings and norm weights only
 // when configured (OLMo's decay_embeddings / decay_norm_and_bias).
 // An entry filter selects which tensors this AdamW owns (the second-order optimizers give it
@@ -11,6 +13,7 @@
 
 #include "core/buffer.hpp"
 #include "optim/optimizer.hpp"
+#include "optim/update_compensation.hpp"
 
 namespace asteria {
 
@@ -22,6 +25,7 @@ struct AdamWParams {
   bool decay_embeddings = true;
   bool decay_norms = false;
   double lr_scale = 1.0;   // this AdamW's lr = the schedule's lr x lr_scale
+  bool compensated = true; // Kahan-compensated updates (its own compensation state)
 };
 
 class AdamW final : public Optimizer {
@@ -32,7 +36,12 @@ class AdamW final : public Optimizer {
   void step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                   int64_t step) override;
   size_t state_bytes() const override;
+  // The compensation first (when this AdamW keeps one), then m and v.
   std::vector<StateTensor*> layer_states(int layer) override;
+  // step_layer with the compensation `comp` of the layer's flat buffer (nullptr: none), for an
+  // optimizer that owns the compensation of the whole layer and gives this AdamW its 1-D part.
+  void update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
+              int64_t step);
 
  private:
   struct OwnedEntry {
@@ -45,10 +54,11 @@ class AdamW final : public Optimizer {
   std::vector<std::vector<OwnedEntry>> owned_;   // per layer
   std::vector<StateTensor> m_, v_;   // per layer; never resized after construction
   std::vector<OwnedStateMemory> own_memory_;
+  UpdateCompensation comp_;
 };
 
-// The state tensors AdamW keeps for layer l (m, v over the owned entries; none when it owns no
-// entry of the layer).
+// The moments AdamW keeps for layer l (m, v over the owned entries; none when it owns no entry
+// of the layer); a top-level AdamW lists its compensation before them.
 std::vector<StateSpec> adamw_state_specs(int layer, const ParamTable& table, const AdamW::EntryFilter& owns);
 
 }  // namespace asteria

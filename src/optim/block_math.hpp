@@ -40,6 +40,9 @@ inline void from_basis(const float* QL, const float* X, const float* QR, int64_t
   mul(false, true, m, n, n, 1.0f, tmp, QR, 0.0f, out);
 }
 
+// 1 - beta in double, rounded once: 1.0f - float(beta) is 1.3e-5 off at beta = 0.999.
+inline float one_minus(double beta) { return static_cast<float>(1.0 - beta); }
+
 inline void to_double(int64_t count, const float* x, double* y) {
   for (int64_t i = 0; i < count; ++i) y[i] = x[i];
 }

@@ -13,8 +13,8 @@ using namespace blockmath;
 KLShampooBlock::KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
                                bool own_memory)
     : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs("kl_shampoo", name, rows, cols), own_memory,
-                      /*sort=*/false, (1.0f - static_cast<float>(p.shampoo_beta)) / static_cast<float>(cols),
-                      (1.0f - static_cast<float>(p.shampoo_beta)) / static_cast<float>(rows)),
+                      /*sort=*/false, static_cast<float>((1.0 - p.shampoo_beta) / static_cast<double>(cols)),
+                      static_cast<float>((1.0 - p.shampoo_beta) / static_cast<double>(rows))),
       ldiag_(rows), rdiag_(cols) {}
 
 void KLShampooBlock::initialized() {
@@ -46,7 +46,8 @@ void KLShampooBlock::update(const float* G) {
   float* tmp1 = thread_scratch(0, static_cast<size_t>(mn));
   float* tmp2 = thread_scratch(1, static_cast<size_t>(mn));
   float* tmp3 = thread_scratch(2, static_cast<size_t>(mn));
-  for (int64_t i = 0; i < mn; ++i) M[i] = b1 * M[i] + (1.0f - b1) * G[i];
+  const float a1 = one_minus(p_.beta1);
+  for (int64_t i = 0; i < mn; ++i) M[i] = b1 * M[i] + a1 * G[i];
 
   // Direction: Q_L [(Q_L^T M Q_R) * s / (1 + s damping)] Q_R^T.
   float* P = tmp2;
@@ -82,8 +83,8 @@ void KLShampooBlock::update(const float* G) {
       C[i * n + j] *= dL[i];
     }
   const float b = static_cast<float>(p_.shampoo_beta);
-  accumulate_left(B, m, n, b, (1.0f - b) / static_cast<float>(n), L_.data());
-  accumulate_right(C, m, n, b, (1.0f - b) / static_cast<float>(m), R_.data());
+  accumulate_left(B, m, n, b, static_cast<float>((1.0 - p_.shampoo_beta) / static_cast<double>(n)), L_.data());
+  accumulate_right(C, m, n, b, static_cast<float>((1.0 - p_.shampoo_beta) / static_cast<double>(m)), R_.data());
   update_estimates(ldiag_.data(), dL_.data(), m);
   update_estimates(rdiag_.data(), dR_.data(), n);
 }

@@ -9,7 +9,7 @@
 //   after_refresh(G)    the rest; afterwards direction() holds the update D (rows x cols) when
 //                       has_direction() (SOAP and KL-Shampoo only initialize on their first call)
 //
-// and the optimizer applies W <- W - lr * D, then W <- W - lr * wd * W (decoupled decay).
+// and the optimizer applies W <- W - lr * D with decoupled weight decay (second_order.hpp).
 // Shampoo's refresh point lies between its statistics and its direction (roots computed at
 // step t precondition step t); SOAP's and KL-Shampoo's at the end of the step (a refreshed
 // basis is used from the next step), as in the authors' implementations.

@@ -63,14 +63,16 @@ RefreshSchedule::RefreshSchedule(const std::string& algorithm, int64_t frequency
   }
 }
 
-int64_t RefreshSchedule::count_at(int64_t step) const {
-  if (shampoo_) return step >= start_ ? step - start_ : -1;
-  return step >= 2 ? step - 1 : -1;
+int64_t RefreshSchedule::phase(int layer, int block) const {
+  // Shampoo: (t + offset) % F == 0; SOAP, KL-Shampoo: (t - 1 + offset) % F == 0.
+  const int64_t shift = offsets_[layer][block] - (shampoo_ ? 0 : 1);
+  return ((-shift) % frequency_ + frequency_) % frequency_;
 }
 
 bool RefreshSchedule::due(int layer, int block, int64_t step) const {
-  const int64_t c = count_at(step);
-  return c >= 0 && (c + offsets_[layer][block]) % frequency_ == 0;
+  const int64_t first = shampoo_ ? start_ : 2;
+  if (step < first) return false;
+  return (shampoo_ && step == start_) || step % frequency_ == phase(layer, block);
 }
 
 }  // namespace asteria

@@ -1,12 +1,17 @@
 #pragma once
 // When each preconditioner block refreshes, as a pure function of the global optimizer step t
-// (1-based), so that the plan of any step is known before it runs and for any model size:
+// (1-based), so that the plan of any step is known before it runs and for any model size. With
+// F = precondition_frequency and offset(b) the block's stagger offset (0: the reference):
 //
-//   block b refreshes at step t  <=>  c(t) >= 0 and (c(t) + offset(b)) % F == 0
+//   Shampoo (Distributed Shampoo, S = start_preconditioning_step): at t = S, and at every t > S
+//     with (t + offset(b)) % F == 0. S need not be a multiple of F: the reference refreshes at
+//     S and then at the multiples of F after it (distributed_shampoo.py, "amortized
+//     computation"), so the first gap may be shorter than F. Every block gets its first roots at
+//     S, where the reference switches from grafting to Shampoo, stagger or not.
+//   SOAP and KL-Shampoo: at every t >= 2 with (t - 1 + offset(b)) % F == 0 (their first call
+//     only initializes and is not counted, as in the authors' implementations).
 //
-// with c(t) the algorithm's refresh count: Shampoo t - start_preconditioning_step (roots from
-// that step on); SOAP and KL-Shampoo t - 1 (their first call only initializes and is not
-// counted, as in the authors' implementations). offset(b) = 0 is the reference schedule.
+// phase(b) is the residue mod F of a block's periodic refreshes.
 //
 // With stagger, the offsets spread the refresh work over the F steps of a period. A refresh
 // costs about rows^3 + cols^3 (an eigendecomposition or QR per Kronecker factor), and blocks
@@ -31,8 +36,9 @@ class RefreshSchedule {
   RefreshSchedule() = default;
   RefreshSchedule(const std::string& algorithm, int64_t frequency, int64_t start_step, bool stagger,
                   const std::vector<std::vector<MatrixBlock>>& blocks);
-  int64_t count_at(int64_t step) const;
   bool due(int layer, int block, int64_t step) const;
+  // The periodic refreshes of the block are the steps t (after the first) with t % F == phase.
+  int64_t phase(int layer, int block) const;
   int64_t frequency() const { return frequency_; }
   int64_t offset(int layer, int block) const { return offsets_[layer][block]; }
 

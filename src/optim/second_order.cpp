@@ -16,7 +16,7 @@ struct SecondOrderOptimizer::ThreadScratch {
 
 SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers,
                                            bool own_memory)
-    : p_(p) {
+    : p_(p), comp_(p.compensated, layers, own_memory) {
   size_t max_block = 0;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     blocks_.push_back(layer_blocks(l, layers[l], p.max_preconditioner_dim, p.precondition_embeddings));
@@ -31,8 +31,10 @@ SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std
   schedule_ = RefreshSchedule(p.algorithm, p.precond.precondition_frequency, p.precond.start_preconditioning_step,
                               p.stagger, blocks_);
   const bool embeddings = p.precondition_embeddings;
+  AdamWParams adamw_1d = p.adamw_1d;
+  adamw_1d.compensated = false;   // it updates its part of the layer's compensation (comp_)
   adamw_ = std::make_unique<AdamW>(
-      p.adamw_1d, layers, [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); },
+      adamw_1d, layers, [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); },
       own_memory);
   for (int t = 0; t < omp_get_max_threads(); ++t) {
     scratch_.push_back(std::make_unique<ThreadScratch>());
@@ -43,14 +45,15 @@ SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std
 SecondOrderOptimizer::~SecondOrderOptimizer() = default;
 
 size_t SecondOrderOptimizer::state_bytes() const {
-  size_t n = adamw_->state_bytes();
+  size_t n = adamw_->state_bytes() + comp_.state_bytes();
   for (auto& layer : precond_)
     for (auto& pc : layer) n += pc->state_bytes().total();
   return n;
 }
 
 std::vector<StateTensor*> SecondOrderOptimizer::layer_states(int layer) {
-  std::vector<StateTensor*> out = adamw_->layer_states(layer);
+  std::vector<StateTensor*> out = comp_.layer_states(layer);
+  for (StateTensor* s : adamw_->layer_states(layer)) out.push_back(s);
   for (auto& pc : precond_[layer])
     for (StateTensor* s : pc->states()) out.push_back(s);
   return out;
@@ -58,10 +61,11 @@ std::vector<StateTensor*> SecondOrderOptimizer::layer_states(int layer) {
 
 void SecondOrderOptimizer::step_layer(int layer, float* params, const float* grads, float grad_scale,
                                       double lr, int64_t step) {
-  adamw_->step_layer(layer, params, grads, grad_scale, lr, step);
+  float* comp = comp_.layer(layer);
+  adamw_->update(layer, params, comp, grads, grad_scale, lr, step);
   const int nb = static_cast<int>(blocks_[layer].size());
-  const BlockStep bs{layer, params, grads, grad_scale, static_cast<float>(lr),
-                     static_cast<float>(1.0 - lr * p_.weight_decay), step};
+  const BlockStep bs{layer, params, comp, grads, grad_scale, static_cast<float>(lr),
+                     static_cast<float>(lr * p_.weight_decay), step};
   // An inline refresh inside the block loop runs on one thread. With a staggered schedule
   // usually one block of a layer refreshes at a step, and the other threads would idle through
   // it; when fewer blocks refresh than there are threads, they run after the loop, one at a time,
@@ -117,12 +121,31 @@ void SecondOrderOptimizer::step_block(const BlockStep& bs, int bi, ThreadScratch
   const bool due = pc.has_direction() && schedule_.due(layer, bi, bs.step);
   policy_->at_refresh_point(layer, bi, pc, bs.step, due, s.job, s.ws);
   pc.after_refresh(G);
-  if (!pc.has_direction()) return;
-  const float* D = pc.direction();
+  if (pc.has_direction()) apply_update(bs, b, pc.direction());
+}
+
+void SecondOrderOptimizer::apply_update(const BlockStep& bs, const MatrixBlock& b, const float* D) const {
+  const float lr = bs.lr, lr_wd = bs.lr_wd;
+  const bool decay_first = p_.algorithm == "shampoo";
   for (int64_t i = 0; i < b.rows; ++i) {
     float* w = bs.params + b.offset + i * b.ld;
+    float* c = bs.comp ? bs.comp + b.offset + i * b.ld : nullptr;
     const float* d = D + i * b.cols;
-    for (int64_t j = 0; j < b.cols; ++j) w[j] = (w[j] - bs.lr * d[j]) * bs.decay;
+    if (decay_first && c) {
+      for (int64_t j = 0; j < b.cols; ++j) compensated_add(w[j], c[j], -(lr * d[j] + lr_wd * w[j]));
+    } else if (decay_first) {
+      for (int64_t j = 0; j < b.cols; ++j) w[j] -= lr * d[j] + lr_wd * w[j];
+    } else if (c) {
+      for (int64_t j = 0; j < b.cols; ++j) {
+        compensated_add(w[j], c[j], -lr * d[j]);
+        compensated_add(w[j], c[j], -lr_wd * w[j]);
+      }
+    } else {
+      for (int64_t j = 0; j < b.cols; ++j) {
+        const float stepped = w[j] - lr * d[j];
+        w[j] = stepped - lr_wd * stepped;
+      }
+    }
   }
 }
 

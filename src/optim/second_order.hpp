@@ -8,8 +8,12 @@
 // blocks refreshing inline run alone on every thread when they are fewer than the threads):
 //   G = clip_scale * grad block (copied dense); a non-finite G skips the block for this step and
 //   counts as a failure of the block (NaN never reaches the weights or the statistics);
-//   before_refresh(G); the refresh policy at the refresh point; after_refresh(G);
-//   W <- W - lr * D;  W <- W - lr * weight_decay * W.
+//   before_refresh(G); the refresh policy at the refresh point; after_refresh(G); then the
+//   update with decoupled weight decay in the order of each algorithm's reference code:
+//     Shampoo (Distributed Shampoo adds wd * W to the grafted direction):  W <- W - lr * (D + wd * W)
+//     SOAP, KL-Shampoo (decay after the update):  W' = W - lr * D;  W <- W' - lr * wd * W'
+//   both as decrements (lr * wd rounded to fp32 once, never the factor 1 - lr * wd), compensated
+//   when `compensated` (update_compensation.hpp).
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +23,7 @@
 #include "optim/preconditioner.hpp"
 #include "optim/refresh_policy.hpp"
 #include "optim/refresh_schedule.hpp"
+#include "optim/update_compensation.hpp"
 
 namespace asteria {
 
@@ -29,7 +34,8 @@ struct SecondOrderParams {
   int64_t max_preconditioner_dim = 1024;
   bool precondition_embeddings = true;
   bool stagger = false;               // offsets balanced by refresh cost (refresh_schedule.hpp)
-  AdamWParams adamw_1d;
+  AdamWParams adamw_1d;                // its `compensated` is ignored: the layer's is `compensated`
+  bool compensated = true;             // Kahan-compensated updates of every parameter
 };
 
 class SecondOrderOptimizer final : public Optimizer {
@@ -39,7 +45,8 @@ class SecondOrderOptimizer final : public Optimizer {
   void step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                   int64_t step) override;
   size_t state_bytes() const override;
-  // The AdamW states of the layer first, then each block's (in block order).
+  // The layer's update compensation (when on), its AdamW states, then each block's (in block
+  // order).
   std::vector<StateTensor*> layer_states(int layer) override;
 
   const std::vector<MatrixBlock>& blocks(int layer) const { return blocks_[layer]; }
@@ -55,17 +62,20 @@ class SecondOrderOptimizer final : public Optimizer {
   struct BlockStep {   // one step_layer call's arguments
     int layer;
     float* params;
+    float* comp;       // the layer's update compensation, or nullptr
     const float* grads;
-    float grad_scale, lr, decay;
+    float grad_scale, lr, lr_wd;
     int64_t step;
   };
   void step_block(const BlockStep& bs, int block, ThreadScratch& scratch);
+  void apply_update(const BlockStep& bs, const MatrixBlock& b, const float* D) const;
   SecondOrderParams p_;
   std::vector<std::vector<MatrixBlock>> blocks_;
   RefreshSchedule schedule_;
   std::vector<std::vector<std::unique_ptr<BlockPreconditioner>>> precond_;
   std::vector<std::vector<int>> skipped_in_a_row_;   // non-finite gradients, per block
   std::unique_ptr<AdamW> adamw_;
+  UpdateCompensation comp_;
   InlineRefresh inline_;
   RefreshPolicy* policy_ = &inline_;
   std::vector<std::unique_ptr<ThreadScratch>> scratch_;

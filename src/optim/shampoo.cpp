@@ -16,16 +16,16 @@ ShampooBlock::ShampooBlock(std::string name, int64_t rows, int64_t cols, const P
 void ShampooBlock::before_refresh(const float* G) {
   ++t_;
   const int64_t m = rows_, n = cols_, mn = m * n;
-  const float b = static_cast<float>(p_.shampoo_beta);
-  const float keep = b, add = b >= 1.0f ? 1.0f : 1.0f - b;
+  const float keep = static_cast<float>(p_.shampoo_beta);
+  const float add = p_.shampoo_beta >= 1.0 ? 1.0f : one_minus(p_.shampoo_beta);
   accumulate_left(G, m, n, keep, add, L_.data());
   accumulate_right(G, m, n, keep, add, R_.data());
   const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
-  const float v_add = b2 >= 1.0f ? 1.0f : 1.0f - b2;
+  const float m_add = one_minus(p_.beta1), v_add = p_.beta2 >= 1.0 ? 1.0f : one_minus(p_.beta2);
   float* M = M_.data();
   float* V = V_.data();
   for (int64_t i = 0; i < mn; ++i) {
-    M[i] = b1 * M[i] + (1.0f - b1) * G[i];
+    M[i] = b1 * M[i] + m_add * G[i];
     V[i] = b2 * V[i] + v_add * G[i] * G[i];
   }
 }
@@ -90,7 +90,7 @@ void ShampooBlock::after_refresh(const float*) {
   if (!graft) return;
   double d_sq = 0;
   for (int64_t i = 0; i < mn; ++i) d_sq += static_cast<double>(D[i]) * D[i];
-  const float scale = d_sq > 0 ? static_cast<float>(std::sqrt(adam_sq / d_sq)) : 0.0f;
+  const float scale = static_cast<float>(std::sqrt(adam_sq) / (std::sqrt(d_sq) + 1e-16));
   for (int64_t i = 0; i < mn; ++i) D[i] *= scale;
 }
 

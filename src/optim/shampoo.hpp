@@ -2,9 +2,10 @@
 // Shampoo (Gupta et al. 2018) on one block, in the form of Meta's Distributed Shampoo:
 //   L <- b L + (1-b) G G^T,  R <- b R + (1-b) G^T G      (b = shampoo_beta; b = 1: plain sums)
 //   M <- b1 M + (1-b1) G                                 (first moment)
-//   every F steps from start_preconditioning_step on:
+//   at start_preconditioning_step and at the multiples of F after it (refresh_schedule.hpp):
 //     Linv = (L/(1-b^t) + root_eps I)^(-1/4), Rinv likewise  (bias-corrected factors)
 //   D = Linv M_hat Rinv, rescaled to the norm of the Adam direction M_hat / (sqrt(v_hat) + eps)
+//   by |A| / (|D| + 1e-16), as the reference does
 //   (grafting; v with beta2, or a plain sum when beta2 = 1). Before the first roots: D = the
 //   Adam direction (or M_hat without grafting).
 #include "optim/preconditioner.hpp"

@@ -11,22 +11,22 @@ using namespace blockmath;
 
 SoapBlock::SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p, bool own_memory)
     : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs("soap", name, rows, cols), own_memory,
-                      /*sort=*/true, 1.0f - static_cast<float>(p.shampoo_beta),
-                      1.0f - static_cast<float>(p.shampoo_beta)) {}
+                      /*sort=*/true, one_minus(p.shampoo_beta), one_minus(p.shampoo_beta)) {}
 
 void SoapBlock::update(const float* G) {
   const int64_t m = rows_, n = cols_, mn = m * n;
   float* tmp1 = thread_scratch(0, static_cast<size_t>(mn));
   float* tmp2 = thread_scratch(1, static_cast<size_t>(mn));
   const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
+  const float a1 = one_minus(p_.beta1), a2 = one_minus(p_.beta2);
   const float eps = static_cast<float>(p_.eps);
   float* M = M_.data();
   float* V = V_.data();
   float* Gp = tmp2;
   to_basis(QL_.data(), G, QR_.data(), m, n, tmp1, Gp);
   for (int64_t i = 0; i < mn; ++i) {
-    M[i] = b1 * M[i] + (1.0f - b1) * Gp[i];
-    V[i] = b2 * V[i] + (1.0f - b2) * Gp[i] * Gp[i];
+    M[i] = b1 * M[i] + a1 * Gp[i];
+    V[i] = b2 * V[i] + a2 * Gp[i] * Gp[i];
     Gp[i] = M[i] / (std::sqrt(V[i]) + eps);
   }
   const double t = static_cast<double>(t_);
@@ -34,9 +34,9 @@ void SoapBlock::update(const float* G) {
   from_basis(QL_.data(), Gp, QR_.data(), m, n, tmp1, direction_.data());
   float* D = direction_.data();
   for (int64_t i = 0; i < mn; ++i) D[i] *= step_scale;
-  const float b = static_cast<float>(p_.shampoo_beta);
-  accumulate_left(G, m, n, b, 1.0f - b, L_.data());
-  accumulate_right(G, m, n, b, 1.0f - b, R_.data());
+  const float b = static_cast<float>(p_.shampoo_beta), a = one_minus(p_.shampoo_beta);
+  accumulate_left(G, m, n, b, a, L_.data());
+  accumulate_right(G, m, n, b, a, R_.data());
 }
 
 void SoapBlock::install(const RefreshJob& job) {

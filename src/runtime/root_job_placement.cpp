@@ -20,11 +20,7 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
     index_.emplace_back(costs[l].size(), 0);
     for (int b = 0; b < static_cast<int>(costs[l].size()); ++b) {
       ASTERIA_ASSERT(!costs[l][b].empty(), "a refresh of no parts");
-      int64_t t = 1;  // the first step it is due at gives its residue mod F
-      while (!schedule.due(l, b, t)) {
-        ++t;
-        ASTERIA_ASSERT(t < (int64_t{1} << 40), "refresh schedule never due");
-      }
+      const int64_t t = schedule.phase(l, b);
       const double total = std::accumulate(costs[l][b].begin(), costs[l][b].end(), 0.0);
       refreshes_.push_back({l, b, t, costs[l][b], std::vector<int64_t>(costs[l][b].size(), 0), total});
     }

@@ -53,7 +53,7 @@ class RootJobPlacement {
  private:
   struct Refresh {
     int layer, block;
-    int64_t first;               // the first step it is due at (its residue mod F)
+    int64_t first;               // the residue mod F of its periodic refreshes (RefreshSchedule::phase)
     std::vector<double> cost;    // per part
     std::vector<int64_t> lag;    // per part, non-decreasing
     double total;

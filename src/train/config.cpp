@@ -345,12 +345,13 @@ OptimConfig optim_defaults(const std::string& name) {
   o.decay_norms = false;
   o.adamw_1d = AdamW1DConfig{};
   if (name == "shampoo") {
-    // Meta's Distributed Shampoo (Shi et al. 2023) defaults, Adam grafting (beta2 0.999).
+    // Meta's Distributed Shampoo (Shi et al. 2023) defaults, with Adam grafting at its
+    // AdamPreconditionerConfig defaults (beta2 0.999, epsilon 1e-10); README: deviations.
     o.lr = 1e-2;
     o.beta1 = 0.9;
     o.beta2 = 0.999;
     o.shampoo_beta = 1.0;
-    o.eps = 1e-8;
+    o.eps = 1e-10;
     o.root_eps = 1e-12;
     o.weight_decay = 0.0;
     o.precondition_frequency = 1;

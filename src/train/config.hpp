@@ -45,6 +45,7 @@ struct OptimConfig {
   bool decay_embeddings = true; // AdamW: apply weight decay to wte / lm_head
   bool decay_norms = false;     // AdamW: apply weight decay to norm weights
   double grad_clip = 1.0;       // global L2 norm; <= 0 disables
+  bool compensated_updates = true;  // Kahan-compensated parameter updates (optim/update_compensation.hpp)
   // Second-order optimizers.
   double shampoo_beta = -1;     // factor EMA; negative: beta2; 1: plain sums
   double root_eps = 1e-12;      // Shampoo: (L + root_eps I)^(-1/4)

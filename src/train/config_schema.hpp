@@ -96,6 +96,7 @@ void visit(V& v, OptimConfig& o) {
   v.field("decay_embeddings", o.decay_embeddings, any());
   v.field("decay_norms", o.decay_norms, any());
   v.field("grad_clip", o.grad_clip, any());
+  v.field("compensated_updates", o.compensated_updates, any());
   v.field("shampoo_beta", o.shampoo_beta, [](double b) {
     return b <= 1 ? std::string() : std::string("must be <= 1 (negative: use beta2)");
   });

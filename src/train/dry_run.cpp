@@ -57,7 +57,11 @@ std::string dry_run_report(const Config& cfg) {
        << "  roots/bases:    " << human_bytes(static_cast<double>(ob.roots)) << "\n"
        << "  moments:        " << human_bytes(static_cast<double>(ob.moments)) << "\n";
   os << "  adamw moments:  " << human_bytes(static_cast<double>(ob.adamw))
-     << (cfg.optim.name == "adamw" ? "  (m, v of every parameter)\n" : "  (m, v of the 1-D / unpreconditioned parameters)\n")
+     << (cfg.optim.name == "adamw" ? "  (m, v of every parameter)\n" : "  (m, v of the 1-D / unpreconditioned parameters)\n");
+  if (ob.compensation > 0)
+    os << "  compensation:   " << human_bytes(static_cast<double>(ob.compensation))
+       << "  (optim.compensated_updates: one float per parameter)\n";
+  os
      << "activations:      " << human_bytes(act) << "  (micro-batch " << cfg.train.micro_batch
      << " x seq " << cfg.model.seq_len << ")\n"
      << "total:            " << human_bytes(2 * p + opt + act) << "\n\n";

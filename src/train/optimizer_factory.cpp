@@ -2,13 +2,14 @@
 
 #include "optim/adamw.hpp"
 #include "optim/blocks.hpp"
+#include "optim/update_compensation.hpp"
 
 namespace asteria {
 
 namespace {
 
 AdamWParams adamw_params(const OptimConfig& o) {
-  return {o.beta1, o.beta2, o.eps, o.weight_decay, o.decay_embeddings, o.decay_norms, 1.0};
+  return {o.beta1, o.beta2, o.eps, o.weight_decay, o.decay_embeddings, o.decay_norms, 1.0, o.compensated_updates};
 }
 
 }  // namespace
@@ -35,7 +36,8 @@ SecondOrderParams second_order_params(const OptimConfig& o, bool stagger) {
   p.max_preconditioner_dim = o.max_preconditioner_dim;
   p.precondition_embeddings = o.precondition_embeddings;
   const AdamW1DConfig& a = o.adamw_1d;
-  p.adamw_1d = {a.beta1, a.beta2, a.eps, a.weight_decay, true, true, a.lr > 0 ? a.lr / o.lr : 1.0};
+  p.adamw_1d = {a.beta1, a.beta2, a.eps, a.weight_decay, true, true, a.lr > 0 ? a.lr / o.lr : 1.0, false};
+  p.compensated = o.compensated_updates;
   return p;
 }
 
@@ -51,7 +53,8 @@ std::vector<std::vector<StateSpec>> optimizer_state_specs(const OptimConfig& o, 
   AdamW::EntryFilter owns;
   if (o.name != "adamw") owns = [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); };
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-    out[l] = adamw_state_specs(l, layers[l], owns);
+    if (o.compensated_updates && layers[l].numel > 0) out[l].push_back(compensation_state_spec(l, layers[l]));
+    for (StateSpec& s : adamw_state_specs(l, layers[l], owns)) out[l].push_back(std::move(s));
     if (o.name == "adamw") continue;
     for (const MatrixBlock& b : layer_blocks(l, layers[l], o.max_preconditioner_dim, embeddings))
       for (StateSpec& s : preconditioner_state_specs(o.name, b.name, b.rows, b.cols)) out[l].push_back(std::move(s));
@@ -62,6 +65,7 @@ std::vector<std::vector<StateSpec>> optimizer_state_specs(const OptimConfig& o, 
 OptimizerStateBytes optimizer_state_bytes(const OptimConfig& o, const std::vector<ParamTable>& layers) {
   OptimizerStateBytes s;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    if (o.compensated_updates) s.compensation += layers[l].numel * sizeof(float);
     for (const ParamEntry& e : layers[l].entries)
       if (o.name == "adamw" || !is_preconditioned(e, o.precondition_embeddings))
         s.adamw += 2 * e.numel * sizeof(float);

@@ -28,8 +28,9 @@ struct OptimizerStateBytes {
   size_t roots = 0;       // inverse roots or eigenbases
   size_t moments = 0;     // moments, grafting state, eigenvalue estimates, direction buffers
   size_t adamw = 0;       // AdamW moments (all parameters for adamw; the 1-D ones otherwise)
+  size_t compensation = 0;   // update compensation (one float per parameter when on)
   int64_t blocks = 0;
-  size_t total() const { return factors + roots + moments + adamw; }
+  size_t total() const { return factors + roots + moments + adamw + compensation; }
 };
 OptimizerStateBytes optimizer_state_bytes(const OptimConfig& o, const std::vector<ParamTable>& layers);
 

@@ -37,7 +37,7 @@ TEST(AdamW, FirstTwoStepsMatchHandComputation) {
   double v = 0.99 * (0.01 * 0.25) + 0.01 * gs * gs;
   double mh = m / (1 - 0.9 * 0.9), vh = v / (1 - 0.99 * 0.99);
   EXPECT_NEAR(w[0], w0 - lr * (mh / (std::sqrt(vh) + 1e-8) + 0.1 * w0), 1e-6);
-  EXPECT_EQ(opt.state_bytes(), 2 * 3 * sizeof(float));
+  EXPECT_EQ(opt.state_bytes(), 3 * 3 * sizeof(float));   // m, v and the update compensation
 }
 
 TEST(AdamW, EmbeddingDecayIsConfigurable) {

@@ -1,7 +1,10 @@
 #pragma once
 // Plain fp64 reference implementations of Shampoo, SOAP and KL-Shampoo on one matrix block,
-// written straight from the papers' update rules with a naive dense matrix type and a Jacobi
+// written straight from the papers' update rules and the reference implementations' source
+// (Distributed Shampoo's refresh schedule, grafting and weight-decay order; the SOAP and
+// KL-Shampoo authors' decay after the update) with a naive dense matrix type and a Jacobi
 // eigensolver, independent of the production code (no LAPACK, no BLAS, no shared helpers).
+// Each optimizer's apply() is its parameter update with decoupled weight decay.
 // SOAP keeps its first moment in the original space (the production code keeps it in the
 // eigenbasis and rotates it at each refresh: the two must agree).
 #include <algorithm>
@@ -135,7 +138,7 @@ inline Mat qr_q(const Mat& A) {
 struct Hyper {
   double beta1, beta2, shampoo_beta, eps, root_eps = 0, weight_decay = 0;
   int freq = 1, start = 1;
-  int offset = 0;   // the block's stagger offset: refresh when (count + offset) % freq == 0
+  int offset = 0;   // the block's stagger offset (0: the reference schedule)
   bool graft = true;
   double init_factor = 0.1, max_clamp = 4000;
 };
@@ -158,7 +161,9 @@ struct Shampoo {
     for (auto& x : G2.a) x *= x;
     M = axpby(h.beta1, M, 1 - h.beta1, G);
     V = axpby(h.beta2, V, h.beta2 >= 1 ? 1 : 1 - h.beta2, G2);
-    if (t >= h.start && (t - h.start + h.offset) % h.freq == 0) {
+    // distributed_shampoo.py: the amortized computation runs at step == start_preconditioning_step
+    // and at every step > start that is a multiple of precondition_frequency.
+    if (t == h.start || (t > h.start && (t + h.offset) % h.freq == 0)) {
       const double bc = b < 1 ? 1 - std::pow(b, t) : 1;
       Linv = inverse_root(scale(1 / bc, L), 4, h.root_eps);
       Rinv = inverse_root(scale(1 / bc, R), 4, h.root_eps);
@@ -170,13 +175,22 @@ struct Shampoo {
     for (size_t i = 0; i < adam.a.size(); ++i) adam.a[i] = Mh.a[i] / (std::sqrt(V.a[i] / bc2) + h.eps);
     if (!have) return h.graft ? adam : Mh;
     Mat D = mul(mul(Linv, Mh), Rinv);
-    if (h.graft) D = scale(fro(adam) / fro(D), D);
+    if (h.graft) D = scale(fro(adam) / (fro(D) + 1e-16), D);
     return D;
   }
+  // W <- W - lr * (P + wd * W): the decay is added to the grafted direction.
+  static double apply(double w, double d, double lr, double wd) { return w - lr * (d + wd * w); }
 };
+
+// The SOAP and KL-Shampoo authors' order: the update, then decay of the updated weights.
+inline double decay_after_update(double w, double d, double lr, double wd) {
+  const double stepped = w - lr * d;
+  return stepped - lr * wd * stepped;
+}
 
 struct Soap {
   Hyper h;
+  static double apply(double w, double d, double lr, double wd) { return decay_after_update(w, d, lr, wd); }
   Mat L, R, QL, QR, Mo, V;
   int t = 0;
   bool init = false;
@@ -229,6 +243,7 @@ struct Soap {
 
 struct KLShampoo {
   Hyper h;
+  static double apply(double w, double d, double lr, double wd) { return decay_after_update(w, d, lr, wd); }
   Mat SL, SR, QL, QR, M;
   std::vector<double> dL, dR;
   int t = 0;

@@ -31,10 +31,32 @@ TEST(RefreshSchedule, ReferenceScheduleRefreshesEveryBlockTogether) {
   for (int64_t step = 1; step <= 40; ++step)
     for (int l = 0; l < 2; ++l)
       for (int b = 0; b < 5; ++b) {
-        // SOAP counts from its second call; Shampoo from start_preconditioning_step.
+        // SOAP counts from its second call; Shampoo refreshes at start_preconditioning_step and
+        // then at the multiples of F after it, as Distributed Shampoo does.
         EXPECT_EQ(soap.due(l, b, step), step >= 2 && (step - 1) % 10 == 0) << step;
-        EXPECT_EQ(shampoo.due(l, b, step), step >= 5 && (step - 5) % 10 == 0) << step;
+        EXPECT_EQ(shampoo.due(l, b, step), step == 5 || (step > 5 && step % 10 == 0)) << step;
       }
+}
+
+TEST(RefreshSchedule, ShampooStartsAtItsStartStepWithStaggerToo) {
+  // Every block gets its first roots at S (the switch from grafting), then once per period at
+  // its phase.
+  const auto blocks = bench_small_blocks(2);
+  RefreshSchedule s("shampoo", 4, 3, true, blocks);
+  for (int l = 0; l < 2; ++l)
+    for (int b = 0; b < 5; ++b) {
+      std::vector<int64_t> steps;
+      for (int64_t step = 1; step <= 20; ++step)
+        if (s.due(l, b, step)) steps.push_back(step);
+      ASSERT_FALSE(steps.empty());
+      EXPECT_EQ(steps[0], 3);
+      for (size_t i = 1; i < steps.size(); ++i) {
+        EXPECT_EQ(steps[i] % 4, s.phase(l, b));
+        if (i > 1) {
+          EXPECT_EQ(steps[i] - steps[i - 1], 4);
+        }
+      }
+    }
 }
 
 TEST(RefreshSchedule, StaggerRefreshesEachBlockOncePerPeriod) {

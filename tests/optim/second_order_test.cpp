@@ -83,7 +83,7 @@ void compare_with_reference(const std::string& algo, const ref::Hyper& h, int m,
       for (int i = 0; i < G.r; ++i)
         for (int j = 0; j < G.c; ++j) {
           double& x = w_ref[b.offset + i * b.ld + j];
-          x = (x - lr * D(i, j)) * (1 - lr * h.weight_decay);
+          x = Ref::apply(x, D(i, j), lr, h.weight_decay);
         }
     }
     // Compared on the displacement from the start, so the tolerance is relative to the updates.
@@ -158,6 +158,28 @@ TEST(Shampoo, MatchesReference) {
   h.start = 2;
   h.weight_decay = 0.1;
   compare_with_reference<ref::Shampoo>("shampoo", h, 6, 5, 3, 7, 1e-4);
+}
+
+TEST(Shampoo, StartNotAMultipleOfTheFrequencyMatchesReference) {
+  // Distributed Shampoo's schedule: roots at S = 4, then at 6, 9, 12 (not 7, 10, 13).
+  ref::Hyper h{0.9, 0.999, 0.95, 1e-10};
+  h.root_eps = 1e-6;
+  h.freq = 3;
+  h.start = 4;
+  h.weight_decay = 0.1;
+  compare_with_reference<ref::Shampoo>("shampoo", h, 6, 5, 3, 13, 1e-4);
+}
+
+TEST(WeightDecayOrder, ShampooDecaysTheWeightsBeforeTheStep) {
+  // With a large lr * wd the two orders differ by lr^2 wd |D| per step; only Distributed
+  // Shampoo's, W - lr (D + wd W), matches the Shampoo reference.
+  ref::Hyper h{0.9, 0.999, 0.95, 1e-10};
+  h.root_eps = 1e-6;
+  h.freq = 2;
+  h.weight_decay = 2.0;
+  compare_with_reference<ref::Shampoo>("shampoo", h, 4, 3, 8, 6, 1e-4);
+  compare_with_reference<ref::Soap>("soap", h, 4, 3, 8, 6, 1e-4);
+  compare_with_reference<ref::KLShampoo>("kl_shampoo", h, 4, 3, 8, 6, 1e-4);
 }
 
 TEST(Shampoo, WithoutGraftingMatchesReference) {
