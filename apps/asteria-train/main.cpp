@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
 
   try {
     asteria::Config cfg = asteria::load_config(config_path, overrides);
+    for (const std::string& note : cfg.notes) std::fprintf(stderr, "asteria-train: note: %s\n", note.c_str());
     if (dry_run) {
       std::cout << asteria::dry_run_report(cfg);
       return 0;

@@ -3,7 +3,17 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace asteria::detail {
+namespace asteria {
+
+std::string excerpt(const std::string& text, size_t max) {
+  if (text.size() <= max) return text;
+  std::ostringstream os;
+  os.write(text.data(), static_cast<std::streamsize>(max));
+  os << "... (" << text.size() << " characters)";
+  return os.str();
+}
+
+namespace detail {
 
 void assert_fail(const char* expr, const char* file, int line, const std::string& msg) {
   std::fprintf(stderr, "asteria: internal error: %s:%d: assertion '%s' failed%s%s\n", file, line,
@@ -11,4 +21,5 @@ void assert_fail(const char* expr, const char* file, int line, const std::string
   std::abort();
 }
 
-}  // namespace asteria::detail
+}  // namespace detail
+}  // namespace asteria

@@ -23,6 +23,10 @@ std::string concat(const Args&... args) {
 [[noreturn]] void assert_fail(const char* expr, const char* file, int line, const std::string& msg);
 }  // namespace detail
 
+// A user's value as a message echoes it: whole when short, else its first `max` characters and
+// its length, so a 5,000-character value does not bury the message.
+std::string excerpt(const std::string& text, size_t max = 80);
+
 // Throws asteria::Error built from the streamed arguments.
 template <class... Args>
 [[noreturn]] void fail(const Args&... args) {

@@ -89,7 +89,7 @@ ModelConfig model_preset(const std::string& name) {
   } else {
     std::string known;
     for (auto& n : model_preset_names()) known += (known.empty() ? "" : ", ") + n;
-    fail("unknown model preset '", name, "' (known: ", known, ")");
+    fail("unknown model preset '", excerpt(name), "' (known: ", known, ")");
   }
   c.preset = name;
   return c;

@@ -27,7 +27,7 @@ struct Origins {
     // An override of the key itself or of a section above it.
     for (std::string k = key;;) {
       auto it = overrides.find(k);
-      if (it != overrides.end()) return "--set " + it->second;
+      if (it != overrides.end()) return "--set " + excerpt(it->second);
       auto dot = k.rfind('.');
       if (dot == std::string::npos) break;
       k.resize(dot);
@@ -46,11 +46,12 @@ const char* type_name() {
   else return "a string";
 }
 
+// A value as messages echo it (cut when long).
 std::string node_text(const YAML::Node& n) {
-  if (n.IsScalar()) return n.Scalar();
+  if (n.IsScalar()) return excerpt(n.Scalar());
   YAML::Emitter e;
   e << YAML::Flow << n;
-  return e.c_str();
+  return excerpt(e.c_str());
 }
 
 // Parses a scalar strictly: "1.5" is not an int, "yes" is not a number.
@@ -144,7 +145,7 @@ class Reader {
       if (seen_.count(key)) continue;
       std::string known;
       for (auto& k : seen_) known += (known.empty() ? "" : ", ") + k;
-      fail(where(key, it->first), ": unknown key '", path(key), "' (known keys in ", section_,
+      fail(where(key, it->first), ": unknown key '", excerpt(path(key)), "' (known keys in ", section_,
            ": ", known, ")");
     }
   }
@@ -205,13 +206,13 @@ class Writer {
 void apply_override(YAML::Node& root, const std::string& arg, Origins& origins) {
   auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0)
-    fail("--set ", arg, ": expected KEY=VALUE with a dotted key, e.g. optim.lr=1e-3");
+    fail("--set ", excerpt(arg), ": expected KEY=VALUE with a dotted key, e.g. optim.lr=1e-3");
   std::string key = arg.substr(0, eq);
   std::string value = arg.substr(eq + 1);
   std::vector<std::string> parts;
   std::stringstream ss(key);
   for (std::string p; std::getline(ss, p, '.');) {
-    if (p.empty()) fail("--set ", arg, ": empty component in key '", key, "'");
+    if (p.empty()) fail("--set ", excerpt(arg), ": empty component in key '", excerpt(key), "'");
     parts.push_back(p);
   }
   YAML::Node cur = root;
@@ -221,14 +222,14 @@ void apply_override(YAML::Node& root, const std::string& arg, Origins& origins) 
       cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
       next = cur[parts[i]];
     }
-    if (!next.IsMap()) fail("--set ", arg, ": '", parts[i], "' is not a section");
+    if (!next.IsMap()) fail("--set ", excerpt(arg), ": '", excerpt(parts[i]), "' is not a section");
     cur.reset(next);
   }
   YAML::Node v;
   try {
     v = value.empty() ? YAML::Node(std::string()) : YAML::Load(value);
   } catch (const YAML::Exception& e) {
-    fail("--set ", arg, ": value is not valid YAML: ", e.msg);
+    fail("--set ", excerpt(arg), ": value is not valid YAML: ", e.msg);
   }
   cur[parts.back()] = v;
   origins.overrides[key] = arg;
@@ -282,7 +283,7 @@ Config read_tree(YAML::Node root, const std::string& source,
     if (known.count(key)) continue;
     std::string all;
     for (auto& k : known) all += (all.empty() ? "" : ", ") + k;
-    fail(origins.where(key, it->first), ": unknown key '", key, "' (known top-level keys: ", all, ")");
+    fail(origins.where(key, it->first), ": unknown key '", excerpt(key), "' (known top-level keys: ", all, ")");
   }
   // Cross-field checks.
   const ModelConfig& m = cfg.model;
@@ -295,9 +296,12 @@ Config read_tree(YAML::Node root, const std::string& source,
          m.vocab_size, ")");
   if (m.norm_placement == NormPlacement::Post && m.norm == NormKind::LayerNorm)
     fail(source, ": model.norm_placement 'post' (OLMo-2) requires model.norm 'rmsnorm'");
-  if (cfg.train.warmup_steps > cfg.train.steps)
-    fail(source, ": train.warmup_steps (", cfg.train.warmup_steps, ") must not exceed train.steps (",
-         cfg.train.steps, ")");
+  if (cfg.train.warmup_steps > cfg.train.steps) {
+    // A short run of a long recipe (--set train.steps=2, a smoke test) runs; its warm-up is cut.
+    cfg.notes.push_back(detail::concat(source, ": train.warmup_steps ", cfg.train.warmup_steps, " exceeds train.steps ",
+                            cfg.train.steps, "; the warm-up is clipped to ", cfg.train.steps, " steps"));
+    cfg.train.warmup_steps = cfg.train.steps;
+  }
   return cfg;
 }
 
@@ -380,7 +384,7 @@ OptimConfig optim_defaults(const std::string& name) {
     o.kl_init_factor = 0.1;
     o.kl_max_clamp = 4000;
   } else {
-    fail("unknown optimizer '", name, "' (known: adamw, shampoo, soap, kl_shampoo)");
+    fail("unknown optimizer '", excerpt(name), "' (known: adamw, shampoo, soap, kl_shampoo)");
   }
   return o;
 }
@@ -392,7 +396,7 @@ uint64_t parse_byte_size(const std::string& text) {
   try {
     value = std::stod(text, &used);
   } catch (const std::exception&) {
-    fail("'", text, "' is not a byte size");
+    fail("'", excerpt(text), "' is not a byte size");
   }
   std::string unit = text.substr(used);
   while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
@@ -402,10 +406,10 @@ uint64_t parse_byte_size(const std::string& text) {
   for (const auto& [name, scale] : units)
     if (unit == name) {
       const double bytes = value * scale;
-      ASTERIA_CHECK(value >= 0 && bytes < 1.8e19, "'", text, "' is not a byte size");
+      ASTERIA_CHECK(value >= 0 && bytes < 1.8e19, "'", excerpt(text), "' is not a byte size");
       return static_cast<uint64_t>(bytes);
     }
-  fail("'", text, "' is not a byte size (units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  fail("'", excerpt(text), "' is not a byte size (units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
 }
 
 void check_supported(const Config& cfg) {

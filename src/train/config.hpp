@@ -147,6 +147,9 @@ struct Config {
   CheckpointConfig checkpoint;
   RunConfig run;
   std::string source;           // the file it was loaded from
+  // What loading adjusted, one line each, for the program to print (a warm-up clipped to a
+  // short run's steps). Not part of the resolved config.
+  std::vector<std::string> notes;
 };
 
 // `overrides` are "dotted.key=value" strings; value is parsed as YAML ("[0.9, 0.95]" is a list).

@@ -97,6 +97,32 @@ TEST(Cli, BadInputExitsNonZeroWithMessage) {
   EXPECT_NE(out.find("--print-plan"), std::string::npos);
 }
 
+// A two-step smoke run of a shipped recipe (warm-up 20 steps) runs, its warm-up clipped, and
+// says so in one line.
+TEST(Cli, ShortRunClipsTheWarmupAndSaysSo) {
+  TempDir dir("cli-short");
+  asteria::testing::write_bigram_tokens(dir.file("train.bin"), 40000, 512, 1);
+  asteria::testing::write_bigram_tokens(dir.file("val.bin"), 8000, 512, 2);
+  std::string out;
+  ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set train.steps=2 --set data.train=" +
+                               dir.file("train.bin") + " --set data.eval=" + dir.file("val.bin") + " --set run.dir=" +
+                               dir.file("run"), &out)) << out;
+  EXPECT_NE(out.find("note: " + kConfigs + "/tiny-soap.yaml: train.warmup_steps 20 exceeds train.steps 2; the "
+                     "warm-up is clipped to 2 steps"), std::string::npos) << out;
+  EXPECT_NE(out.find("done: 2 steps"), std::string::npos) << out;
+}
+
+// A value echoed by an error message is cut, with its length.
+TEST(Cli, LongValuesAreCutInMessages) {
+  std::string out;
+  const std::string value(5000, '7');
+  EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/tiny-adamw.yaml --set optim.betas=" + value + " --dry-run", &out));
+  EXPECT_NE(out.find("optim.betas"), std::string::npos) << out;
+  EXPECT_NE(out.find("(5012 characters)"), std::string::npos) << out;   // the --set argument
+  EXPECT_NE(out.find("(5000 characters)"), std::string::npos) << out;   // the value
+  EXPECT_LT(out.size(), 600u) << out;
+}
+
 TEST(Cli, DryRunPrintsTheTierPlacement) {
   std::string out;
   ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.tiers.device.bytes=4MiB "

@@ -124,8 +124,29 @@ TEST(Config, UnknownPresetAndCrossFieldChecks) {
   expect_error([] { load_config_text("model:\n  d_model: 65\n  n_heads: 2\n", "f.yaml"); }, {"divisible"});
   expect_error([] { load_config_text("model:\n  vocab_size: 600\n  embedding_size: 512\n", "f.yaml"); },
                {"embedding_size"});
-  expect_error([] { load_config_text("train:\n  steps: 10\n  warmup_steps: 20\n", "f.yaml"); }, {"warmup_steps"});
   expect_error([] { load_config_text("a: [\n", "f.yaml"); }, {"f.yaml", "invalid YAML"});
+}
+
+TEST(Config, WarmupLongerThanTheRunIsClippedWithANote) {
+  Config c = load_config_text("train:\n  steps: 2\n  warmup_steps: 20\n", "f.yaml");
+  EXPECT_EQ(c.train.warmup_steps, 2);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("train.warmup_steps 20 exceeds train.steps 2"), std::string::npos) << c.notes[0];
+  EXPECT_TRUE(load_config_text(kBase, "base.yaml").notes.empty());
+}
+
+TEST(Config, LongValuesAreCutInMessages) {
+  const std::string value(5000, 'x');
+  try {
+    load_config_text(kBase, "base.yaml", {"optim.lr=" + value});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'optim.lr' must be a number"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(5000 characters)"), std::string::npos) << msg;
+    EXPECT_LT(msg.size(), 400u) << msg;
+  }
+  EXPECT_EQ(excerpt("short"), "short");
 }
 
 TEST(Config, ResolvedYamlRoundTrips) {
