@@ -1,6 +1,8 @@
 // asteria-train: trains an OLMo-style model from a YAML config.
-//   asteria-train --config FILE.yaml [--set key=value ...] [--dry-run] [--print-plan]
-// Exit codes: 0 success, 1 bad input (config, data, command line), 2 internal error.
+//   asteria-train --config FILE.yaml [--set key=value ...] [--resume latest|DIR] [--dry-run] [--print-plan]
+// Exit codes: 0 success (also train.stop_after), 1 bad input (config, data, checkpoint, command
+// line), 2 internal error, 75 stopped by SIGTERM / SIGINT / SIGUSR1 after writing a checkpoint
+// (resume with --resume latest), 130 a second SIGINT (no checkpoint).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -31,11 +33,15 @@ int main(int argc, char** argv) {
   CLI::App app{"asteria-train: train an OLMo-style language model"};
   std::string config_path;
   std::vector<std::string> overrides;
+  std::string resume;
   bool dry_run = false, print_plan = false;
   int64_t plan_step = 1;
   app.add_option("--config,-c", config_path, "YAML config file (see configs/)")->required();
   app.add_option("--set,-s", overrides, "override a config key: dotted.key=value (repeatable)")
       ->take_all();
+  app.add_option("--resume", resume,
+                 "resume from a checkpoint: 'latest' (the newest under run.dir/checkpoints; fresh when none) "
+                 "or a checkpoint directory (same as --set checkpoint.resume=...)");
   app.add_flag("--dry-run", dry_run,
                "validate the config, print it resolved with parameter count, memory estimate and "
                "FLOPs per token, and exit");
@@ -44,6 +50,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (!resume.empty()) overrides.push_back("checkpoint.resume=" + resume);
     asteria::Config cfg = asteria::load_config(config_path, overrides);
     for (const std::string& note : cfg.notes) std::fprintf(stderr, "asteria-train: note: %s\n", note.c_str());
     if (dry_run) {
@@ -57,8 +64,12 @@ int main(int argc, char** argv) {
     refuse_multi_rank();
     asteria::Trainer trainer(cfg);
     asteria::TrainResult r = trainer.run();
-    std::printf("done: %lld steps, final loss %.4f", static_cast<long long>(cfg.train.steps),
-                r.final_loss);
+    if (r.signal) {
+      std::printf("stopped by signal %d after step %lld; checkpoint %s (continue with --resume latest)\n", r.signal,
+                  static_cast<long long>(r.last_step), r.checkpoint.c_str());
+      return asteria::kExitCheckpointedOnSignal;
+    }
+    std::printf("done: %lld steps, final loss %.4f", static_cast<long long>(r.last_step), r.final_loss);
     if (r.final_eval_loss >= 0) std::printf(", final eval loss %.4f", r.final_eval_loss);
     std::printf(", %.0f tokens/s; outputs in %s\n", r.tokens_per_s, cfg.run.dir.c_str());
     return 0;

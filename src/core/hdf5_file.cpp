@@ -95,6 +95,52 @@ Hdf5Array Hdf5File::read(const std::string& dataset) const {
   return a;
 }
 
+std::vector<int64_t> Hdf5File::shape(const std::string& dataset) const {
+  if (!exists(dataset)) fail(path_, ": dataset '", dataset, "' is missing");
+  hid_t d = H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT);
+  if (d < 0) fail(path_, ": '", dataset, "' is not a dataset");
+  hid_t space = H5Dget_space(d);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(rank > 0 ? rank : 0);
+  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  H5Sclose(space);
+  H5Dclose(d);
+  if (rank < 0) fail(path_, ": cannot read the shape of '", dataset, "'");
+  return std::vector<int64_t>(dims.begin(), dims.end());
+}
+
+namespace {
+
+void read_dataset(hid_t file, const std::string& path, const std::string& dataset, void* out, size_t count,
+                  hid_t mem_type, size_t have) {
+  if (have != count)
+    fail(path, ": dataset '", dataset, "' holds ", have, " values, expected ", count);
+  hid_t d = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
+  hid_t type = H5Dget_type(d);
+  const bool is_float = H5Tget_class(type) == H5T_FLOAT;
+  H5Tclose(type);
+  herr_t st = is_float && count ? H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) : 0;
+  H5Dclose(d);
+  if (!is_float) fail(path, ": dataset '", dataset, "' must hold float32 or float64 values");
+  if (st < 0) fail(path, ": cannot read dataset '", dataset, "' (truncated or corrupt file?)");
+}
+
+size_t element_count(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t x : shape) n *= static_cast<size_t>(x);
+  return n;
+}
+
+}  // namespace
+
+void Hdf5File::read(const std::string& dataset, float* out, size_t count) const {
+  read_dataset(file_, path_, dataset, out, count, H5T_NATIVE_FLOAT, element_count(shape(dataset)));
+}
+
+void Hdf5File::read(const std::string& dataset, double* out, size_t count) const {
+  read_dataset(file_, path_, dataset, out, count, H5T_NATIVE_DOUBLE, element_count(shape(dataset)));
+}
+
 namespace {
 
 template <class T>

@@ -25,6 +25,12 @@ class Hdf5File {
   bool exists(const std::string& object) const;            // "/grads/000001/w"
   std::vector<std::string> members(const std::string& group) const;   // sorted names
   Hdf5Array read(const std::string& dataset) const;
+  // The dataset's shape (an Error naming the file when it is missing).
+  std::vector<int64_t> shape(const std::string& dataset) const;
+  // Reads the dataset into `out`, which holds `count` values: an Error naming the file and the
+  // dataset when it is missing, not floating point, or of another size.
+  void read(const std::string& dataset, float* out, size_t count) const;
+  void read(const std::string& dataset, double* out, size_t count) const;
   void write(const std::string& dataset, const std::vector<int64_t>& shape, const double* data);
   void write(const std::string& dataset, const std::vector<int64_t>& shape, const float* data);
   void flush();

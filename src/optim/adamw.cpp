@@ -10,7 +10,7 @@ std::vector<StateSpec> adamw_state_specs(int layer, const ParamTable& table, con
     if (!owns || owns(e)) n += e.numel;
   if (n == 0) return {};
   const std::string base = "layer " + std::to_string(layer) + " / adamw ";
-  return {{base + "m", n, StateClass::Hot}, {base + "v", n, StateClass::Hot}};
+  return {{base + "m", n, StateClass::Hot, {}}, {base + "v", n, StateClass::Hot, {}}};
 }
 
 AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryFilter owns, bool own_memory)
@@ -26,7 +26,7 @@ AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryF
       const bool decay = e.cls == ParamClass::Matrix ||
                          (e.cls == ParamClass::Embedding && p_.decay_embeddings) ||
                          (e.cls == ParamClass::Norm && p_.decay_norms);
-      owned.push_back({e.offset, n, e.numel, decay});
+      owned.push_back({e.offset, n, e.numel, decay, e.name, e.shape});
       n += e.numel;
     }
     owned_.push_back(std::move(owned));
@@ -53,6 +53,17 @@ std::vector<StateTensor*> AdamW::layer_states(int layer) {
   if (m_[layer].size() == 0) return out;
   out.push_back(&m_[layer]);
   out.push_back(&v_[layer]);
+  return out;
+}
+
+std::vector<std::vector<StatePiece>> AdamW::state_pieces(int layer) const {
+  std::vector<std::vector<StatePiece>> out = comp_.state_pieces(layer);
+  if (m_[layer].size() == 0) return out;
+  for (const char* moment : {"m", "v"}) {
+    out.emplace_back();
+    for (const OwnedEntry& e : owned_[layer])
+      out.back().push_back({state_piece_name("optim/adamw", e.name, moment), e.shape, e.state_offset, {}});
+  }
   return out;
 }
 

@@ -38,6 +38,7 @@ class AdamW final : public Optimizer {
   size_t state_bytes() const override;
   // The compensation first (when this AdamW keeps one), then m and v.
   std::vector<StateTensor*> layer_states(int layer) override;
+  std::vector<std::vector<StatePiece>> state_pieces(int layer) const override;
   // step_layer with the compensation `comp` of the layer's flat buffer (nullptr: none), for an
   // optimizer that owns the compensation of the whole layer and gives this AdamW its 1-D part.
   void update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
@@ -49,6 +50,8 @@ class AdamW final : public Optimizer {
     size_t state_offset;   // in this optimizer's per-layer moment buffers
     size_t numel;
     bool decay;
+    std::string name;      // the parameter tensor's
+    std::vector<int64_t> shape;
   };
   AdamWParams p_;
   std::vector<std::vector<OwnedEntry>> owned_;   // per layer

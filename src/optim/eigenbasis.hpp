@@ -35,6 +35,12 @@ class EigenbasisBlock : public BlockPreconditioner {
   virtual void initialized() {}
   // Copies the refreshed bases in; derived classes move their state along first if needed.
   void install(const RefreshJob& job) override;
+  std::vector<int64_t> algorithm_counters() const final { return {t_, initialized_, has_direction_}; }
+  void restore_algorithm_counters(const std::vector<int64_t>& c) final {
+    t_ = c[0];
+    initialized_ = c[1] != 0;
+    has_direction_ = c[2] != 0;
+  }
   void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const final;
 
   StateTensor &L_ = state(0), &R_ = state(1), &QL_ = state(2), &QR_ = state(3);

@@ -19,6 +19,29 @@
 
 namespace asteria {
 
+// A tensor stored inside a state tensor, as a checkpoint names it: a global name that depends on
+// neither the rank nor the memory layout, its global shape, where it starts in the state tensor,
+// and for the state of a preconditioner block the block's place in the unsharded parameter
+// (row0, rows, col0, cols; empty otherwise), so a loader can move whole blocks between ranks.
+struct StatePiece {
+  std::string name;              // "optim/adamw/blocks.0.norm_att/m"
+  std::vector<int64_t> shape;
+  size_t offset = 0;             // floats from the start of the state tensor
+  std::vector<int64_t> block;
+  size_t count() const {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    return n;
+  }
+};
+
+// State of the optimizer that is not a tensor (per-block step and failure counters), under
+// global names.
+struct OptimizerCounters {
+  std::string name;
+  std::vector<int64_t> values;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -27,6 +50,17 @@ class Optimizer {
   virtual size_t state_bytes() const = 0;
   // Layer l's state tensors; their specs equal optimizer_state_specs() (train/optimizer_factory).
   virtual std::vector<StateTensor*> layer_states(int layer) = 0;
+  // For checkpoints: the pieces of each tensor of layer_states(l), in that order; together the
+  // pieces of a tensor cover it whole.
+  virtual std::vector<std::vector<StatePiece>> state_pieces(int layer) const = 0;
+  virtual std::vector<OptimizerCounters> counters() const { return {}; }
+  // Sets every counter from `saved` (by name); a counter missing from it is an Error.
+  virtual void restore_counters(const std::vector<OptimizerCounters>& saved) {}
 };
+
+// The checkpoint name of a parameter tensor's state piece: `prefix/entry[/suffix]`.
+inline std::string state_piece_name(const std::string& prefix, const std::string& entry, const std::string& suffix = "") {
+  return prefix + "/" + entry + (suffix.empty() ? "" : "/" + suffix);
+}
 
 }  // namespace asteria

@@ -58,6 +58,20 @@ void BlockPreconditioner::publish(const RefreshJob& job) {
   install(job);
 }
 
+std::vector<int64_t> BlockPreconditioner::counters() const {
+  std::vector<int64_t> c = {failures_, refreshes_};
+  for (int64_t x : algorithm_counters()) c.push_back(x);
+  return c;
+}
+
+void BlockPreconditioner::restore_counters(const std::vector<int64_t>& c) {
+  ASTERIA_CHECK(c.size() == 2 + algorithm_counters().size(), "the counters of block ", name_, " have ", c.size(),
+                " values, expected ", 2 + algorithm_counters().size());
+  failures_ = static_cast<int>(c[0]);
+  refreshes_ = c[1];
+  restore_algorithm_counters(std::vector<int64_t>(c.begin() + 2, c.end()));
+}
+
 void BlockPreconditioner::compute_refresh(RefreshJob& job, matfn::Workspace& ws) const {
   for (int part = 0; part < refresh_parts(); ++part) compute_refresh_part(job, part, ws);
 }
@@ -94,10 +108,11 @@ void BlockPreconditioner::step(const float* G, RefreshJob& job, matfn::Workspace
 
 std::vector<StateSpec> preconditioner_state_specs(const std::string& algorithm, const std::string& block,
                                                   int64_t rows, int64_t cols) {
-  const size_t mm = static_cast<size_t>(rows * rows), nn = static_cast<size_t>(cols * cols);
-  const size_t mn = static_cast<size_t>(rows * cols);
-  auto spec = [&](const char* tensor, size_t count, StateClass cls) {
-    return StateSpec{block + " / " + tensor, count, cls};
+  const std::vector<int64_t> mm = {rows, rows}, nn = {cols, cols}, mn = {rows, cols}, m = {rows}, n = {cols};
+  auto spec = [&](const char* tensor, const std::vector<int64_t>& shape, StateClass cls) {
+    size_t count = 1;
+    for (int64_t d : shape) count *= static_cast<size_t>(d);
+    return StateSpec{block + " / " + tensor, count, cls, shape};
   };
   constexpr StateClass hot = StateClass::Hot, warm = StateClass::Warm;
   if (algorithm == "shampoo")   // factors, inverse roots, first moment, grafting second moment
@@ -108,8 +123,7 @@ std::vector<StateSpec> preconditioner_state_specs(const std::string& algorithm, 
             spec("m", mn, hot), spec("v", mn, hot)};
   if (algorithm == "kl_shampoo")  // factors, eigenbases, first moment, eigenvalue estimates
     return {spec("S_L", mm, hot), spec("S_R", nn, hot), spec("Q_L", mm, warm), spec("Q_R", nn, warm),
-            spec("m", mn, hot), spec("d_L", static_cast<size_t>(rows), hot),
-            spec("d_R", static_cast<size_t>(cols), hot)};
+            spec("m", mn, hot), spec("d_L", m, hot), spec("d_R", n, hot)};
   fail("unknown preconditioner '", algorithm, "'");
 }
 

@@ -142,12 +142,18 @@ class BlockPreconditioner {
   void publish(const RefreshJob& job);
   int consecutive_failures() const { return failures_; }
   int64_t refresh_count() const { return refreshes_; }
+  // Everything of the block's state that is not a state tensor (failure and refresh counts, the
+  // algorithm's step count and flags), for checkpoints; restore takes what counters() gave.
+  std::vector<int64_t> counters() const;
+  void restore_counters(const std::vector<int64_t>& counters);
 
   // The whole step with an inline refresh when `refresh` (tests, native mode).
   void step(const float* G, RefreshJob& job, matfn::Workspace& ws, bool refresh);
 
  protected:
   virtual void install(const RefreshJob& job) = 0;
+  virtual std::vector<int64_t> algorithm_counters() const = 0;
+  virtual void restore_algorithm_counters(const std::vector<int64_t>& c) = 0;
   // Part `part` of the refresh; job.status is Ok on entry.
   virtual void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const = 0;
   StateTensor& state(size_t i) { return states_[i]; }

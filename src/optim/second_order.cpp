@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <map>
 
 #include "core/error.hpp"
 
@@ -20,6 +21,8 @@ SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std
   size_t max_block = 0;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     blocks_.push_back(layer_blocks(l, layers[l], p.max_preconditioner_dim, p.precondition_embeddings));
+    entry_names_.emplace_back();
+    for (const ParamEntry& e : layers[l].entries) entry_names_.back().push_back(e.name);
     std::vector<std::unique_ptr<BlockPreconditioner>> pcs;
     for (const MatrixBlock& b : blocks_.back()) {
       pcs.push_back(make_preconditioner(p.algorithm, b.name, b.rows, b.cols, p.precond, own_memory));
@@ -57,6 +60,54 @@ std::vector<StateTensor*> SecondOrderOptimizer::layer_states(int layer) {
   for (auto& pc : precond_[layer])
     for (StateTensor* s : pc->states()) out.push_back(s);
   return out;
+}
+
+std::string SecondOrderOptimizer::block_key(int layer, int block) const {
+  const MatrixBlock& b = blocks_[layer][block];
+  return state_piece_name("optim/blocks", entry_names_[layer][b.entry],
+                          std::to_string(b.row0) + "_" + std::to_string(b.col0));
+}
+
+std::vector<std::vector<StatePiece>> SecondOrderOptimizer::state_pieces(int layer) const {
+  std::vector<std::vector<StatePiece>> out = comp_.state_pieces(layer);
+  for (auto& p : adamw_->state_pieces(layer)) out.push_back(std::move(p));
+  for (int bi = 0; bi < static_cast<int>(blocks_[layer].size()); ++bi) {
+    const MatrixBlock& b = blocks_[layer][bi];
+    for (StateTensor* s : precond_[layer][bi]->states()) {
+      // "<block> / L^-1/4" -> ".../L^-1_4": '/' separates HDF5 groups.
+      std::string tensor = s->spec().name.substr(s->spec().name.rfind(" / ") + 3);
+      for (char& ch : tensor)
+        if (ch == '/') ch = '_';
+      out.push_back({{block_key(layer, bi) + "/" + tensor, s->spec().shape, 0, {b.row0, b.rows, b.col0, b.cols}}});
+    }
+  }
+  return out;
+}
+
+std::vector<OptimizerCounters> SecondOrderOptimizer::counters() const {
+  std::vector<OptimizerCounters> out;
+  for (int l = 0; l < num_layers(); ++l)
+    for (int bi = 0; bi < static_cast<int>(blocks_[l].size()); ++bi) {
+      std::vector<int64_t> c = precond_[l][bi]->counters();
+      c.push_back(skipped_in_a_row_[l][bi]);
+      out.push_back({block_key(l, bi) + "/counters", std::move(c)});
+    }
+  return out;
+}
+
+void SecondOrderOptimizer::restore_counters(const std::vector<OptimizerCounters>& saved) {
+  std::map<std::string, const std::vector<int64_t>*> by_name;
+  for (const OptimizerCounters& c : saved) by_name[c.name] = &c.values;
+  for (int l = 0; l < num_layers(); ++l)
+    for (int bi = 0; bi < static_cast<int>(blocks_[l].size()); ++bi) {
+      const std::string name = block_key(l, bi) + "/counters";
+      auto it = by_name.find(name);
+      ASTERIA_CHECK(it != by_name.end() && !it->second->empty(), "the counters '", name, "' are missing");
+      std::vector<int64_t> c = *it->second;
+      skipped_in_a_row_[l][bi] = static_cast<int>(c.back());
+      c.pop_back();
+      precond_[l][bi]->restore_counters(c);
+    }
 }
 
 void SecondOrderOptimizer::step_layer(int layer, float* params, const float* grads, float grad_scale,

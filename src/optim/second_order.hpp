@@ -48,6 +48,10 @@ class SecondOrderOptimizer final : public Optimizer {
   // The layer's update compensation (when on), its AdamW states, then each block's (in block
   // order).
   std::vector<StateTensor*> layer_states(int layer) override;
+  // Block state as "optim/blocks/<tensor>/<row0>_<col0>/<state>" with the block's coordinates.
+  std::vector<std::vector<StatePiece>> state_pieces(int layer) const override;
+  std::vector<OptimizerCounters> counters() const override;
+  void restore_counters(const std::vector<OptimizerCounters>& saved) override;
 
   const std::vector<MatrixBlock>& blocks(int layer) const { return blocks_[layer]; }
   BlockPreconditioner& preconditioner(int layer, int block) { return *precond_[layer][block]; }
@@ -71,6 +75,8 @@ class SecondOrderOptimizer final : public Optimizer {
   void apply_update(const BlockStep& bs, const MatrixBlock& b, const float* D) const;
   SecondOrderParams p_;
   std::vector<std::vector<MatrixBlock>> blocks_;
+  std::vector<std::vector<std::string>> entry_names_;   // [layer][entry]: the parameter tensors'
+  std::string block_key(int layer, int block) const;    // "optim/blocks/<tensor>/<row0>_<col0>"
   RefreshSchedule schedule_;
   std::vector<std::vector<std::unique_ptr<BlockPreconditioner>>> precond_;
   std::vector<std::vector<int>> skipped_in_a_row_;   // non-finite gradients, per block

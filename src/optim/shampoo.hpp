@@ -24,6 +24,11 @@ class ShampooBlock final : public BlockPreconditioner {
 
  private:
   void install(const RefreshJob& job) override;
+  std::vector<int64_t> algorithm_counters() const override { return {t_, have_roots_}; }
+  void restore_algorithm_counters(const std::vector<int64_t>& c) override {
+    t_ = c[0];
+    have_roots_ = c[1] != 0;
+  }
   void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const override;
   StateTensor &L_ = state(0), &R_ = state(1), &Linv_ = state(2), &Rinv_ = state(3), &M_ = state(4), &V_ = state(5);
   int64_t t_ = 0;

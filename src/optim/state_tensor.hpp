@@ -26,6 +26,7 @@ struct StateSpec {
   std::string name;       // "blocks.0.att_qkv[1]: rows 256-511, cols 0-255 / L"
   size_t count = 0;       // floats
   StateClass cls = StateClass::Hot;
+  std::vector<int64_t> shape;   // its shape when it is one tensor (block state); {} otherwise
   size_t bytes() const { return count * sizeof(float); }
   bool operator==(const StateSpec&) const = default;
 };

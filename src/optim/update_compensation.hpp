@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/param_table.hpp"
+#include "optim/optimizer.hpp"
 #include "optim/state_tensor.hpp"
 
 namespace asteria {
@@ -38,12 +39,15 @@ class UpdateCompensation {
   bool enabled() const { return !states_.empty(); }
   // Layer l's compensation (nullptr when disabled); resident while the layer's step runs.
   float* layer(int l) { return enabled() && states_[l].size() > 0 ? states_[l].data() : nullptr; }
-  // The layer's state tensors: the compensation, or none.
+  // The layer's state tensors: the compensation, or none; and their checkpoint pieces (one per
+  // parameter tensor, "optim/compensation/<tensor>").
   std::vector<StateTensor*> layer_states(int l);
+  std::vector<std::vector<StatePiece>> state_pieces(int l) const;
   size_t state_bytes() const;
 
  private:
   std::vector<StateTensor> states_;   // per layer; never resized after construction
+  std::vector<ParamTable> tables_;
   std::vector<OwnedStateMemory> own_memory_;
 };
 

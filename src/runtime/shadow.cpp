@@ -277,6 +277,65 @@ void ShadowPipeline::bind(Executor& ex) {
   });
 }
 
+std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {
+  struct Open {
+    int layer, block;
+    SlotPtr slot;
+  };
+  std::vector<Open> open;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int l = 0; l < static_cast<int>(queues_.size()); ++l)
+      for (int b = 0; b < static_cast<int>(queues_[l].size()); ++b)
+        for (const SlotPtr& s : queues_[l][b].slots) {
+          ASTERIA_ASSERT(s->state != SlotState::AwaitingSnapshot, "a refresh of ", opt_.blocks(l)[b].name,
+                         " has no snapshot at the end of its step");
+          open.push_back({l, b, s});
+        }
+  }
+  if (!pool_) {
+    // The parts not run yet, in a parallel region as run_batch runs them, so that BLAS and
+    // LAPACK run on one thread each and round as they would have.
+    std::exception_ptr error;
+    const int n = static_cast<int>(open.size());
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < n; ++i) {
+      try {
+        const Open& o = open[i];
+        if (o.slot->state == SlotState::Snapshotted)
+          compute(o.layer, o.block, o.slot, omp_get_thread_num(), o.slot->parts_done);
+      } catch (...) {
+#pragma omp critical(asteria_shadow_finish_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+  }
+  std::vector<OpenRefresh> out;
+  for (const Open& o : open) {
+    wait_ready(o.slot);
+    out.push_back({o.layer, o.block, o.slot->publish_step, o.slot->job});
+  }
+  return out;
+}
+
+void ShadowPipeline::restore_open_refreshes(const std::vector<OpenRefresh>& open) {
+  ASTERIA_ASSERT(in_flight() == 0, "open refreshes restored into a pipeline that has some");
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const OpenRefresh& r : open) {
+    ASTERIA_CHECK(r.layer >= 0 && r.layer < static_cast<int>(queues_.size()) && r.block >= 0 &&
+                      r.block < static_cast<int>(queues_[r.layer].size()),
+                  "an open refresh of layer ", r.layer, " block ", r.block, " does not exist in this model");
+    BlockQueue& q = queues_[r.layer][r.block];
+    SlotPtr s = acquire(q);
+    s->publish_step = r.publish_step;
+    s->job = r.job;
+    s->parts_done = opt_.preconditioner(r.layer, r.block).refresh_parts();
+    s->state = SlotState::Ready;
+    q.slots.push_back(s);
+  }
+}
+
 double ShadowPipeline::take_stall_seconds() {
   std::lock_guard<std::mutex> lock(mu_);
   double s = stall_s_;

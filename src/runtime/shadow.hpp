@@ -64,6 +64,14 @@ class ShadowPlanOps final : public PlanContributor {
   mutable std::vector<PlacedTask> tasks_;
 };
 
+// A refresh opened and not yet published, computed to the end: what a checkpoint keeps of the
+// shadow pipeline (install() reads only the job's results).
+struct OpenRefresh {
+  int layer = 0, block = 0;
+  int64_t publish_step = 0;
+  RefreshJob job;
+};
+
 class ShadowPipeline final : public RefreshPolicy {
  public:
   // pool: the host workers, or null to run the root jobs on the compute lane (with as many
@@ -85,6 +93,15 @@ class ShadowPipeline final : public RefreshPolicy {
   // Jobs opened and not yet published.
   int in_flight() const;
   int64_t published() const { return published_; }
+
+  // Checkpoints, between steps. finish_open_refreshes computes every open refresh to the end
+  // (waits for the workers; on the compute lane runs the parts not run yet, on this thread:
+  // parts are pure, so the bits are those the placed parts would give, and the placed tasks of
+  // a finished refresh do nothing) and returns them in publish order per block.
+  // restore_open_refreshes puts them back (into a pipeline with none open), to install at their
+  // publish steps.
+  std::vector<OpenRefresh> finish_open_refreshes();
+  void restore_open_refreshes(const std::vector<OpenRefresh>& open);
 
  private:
   enum class SlotState { AwaitingSnapshot, Snapshotted, Computing, Ready };

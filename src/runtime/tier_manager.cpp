@@ -84,6 +84,39 @@ void TierManager::run_moves(const std::vector<TierMove>& moves) {
   }
 }
 
+void TierManager::copy_out(int id, float* dst) {
+  const TierState& s = layout_.states[id];
+  StateTensor& t = *tensors_[id];
+  const size_t bytes = s.spec.bytes();
+  if (bytes == 0) return;
+  if (t.bound()) {
+    std::memcpy(dst, t.data(), bytes);
+  } else if (s.home == Tier::Host) {
+    std::memcpy(dst, host_.data() + s.home_offset, bytes);
+  } else {
+    if (bounce_.size() < page_round(bytes)) bounce_.resize(page_round(bytes), kTierPage);
+    disk_->read(id, s.spec.name, s.home_offset, bounce_.data(), bytes);
+    std::memcpy(dst, bounce_.data(), bytes);
+  }
+}
+
+void TierManager::copy_in(int id, const float* src) {
+  const TierState& s = layout_.states[id];
+  StateTensor& t = *tensors_[id];
+  const size_t bytes = s.spec.bytes();
+  if (bytes == 0) return;
+  if (t.bound()) {
+    std::memcpy(t.data(), src, bytes);
+  } else if (s.home == Tier::Host) {
+    std::memcpy(host_.data() + s.home_offset, src, bytes);
+  } else {
+    if (bounce_.size() < page_round(bytes)) bounce_.resize(page_round(bytes), kTierPage);
+    std::memset(bounce_.data(), 0, page_round(bytes));
+    std::memcpy(bounce_.data(), src, bytes);
+    disk_->write(id, s.spec.name, s.home_offset, bounce_.data(), bytes);
+  }
+}
+
 TierStats TierManager::take_stats() {
   size_t bound = 0;
   for (size_t id = 0; id < tensors_.size(); ++id)

@@ -46,6 +46,10 @@ class TierManager {
   // tensors are bound and asserts they agree with the moves' accounting and the budget.
   TierStats take_stats();
   bool layer_resident(int layer) const { return missing_[layer].load() == 0; }
+  // Checkpoints: the contents of state `id` (layout().states order) wherever it lives now, and
+  // back. Between steps only (no tier op in flight); the disk tier's checksums apply.
+  void copy_out(int id, float* dst);
+  void copy_in(int id, const float* src);
   const DiskTierFile* disk() const { return disk_.get(); }
 
  private:
@@ -61,6 +65,7 @@ class TierManager {
   // Written by the staging lane; read by take_stats() after the executor finished the plan.
   size_t device_used_ = 0, device_peak_ = 0;
   TierStats moved_;
+  Buffer<uint8_t> bounce_;   // page-aligned, for checkpoint copies through the disk tier
 };
 
 }  // namespace asteria

@@ -127,6 +127,17 @@ class Reader {
     b = v[1];
   }
 
+  void list(const char* key, std::vector<std::string>& out) {
+    seen_.insert(key);
+    const YAML::Node n = node_[key];
+    if (!n) return;
+    std::vector<std::string> v;
+    bool ok = n.IsSequence();
+    for (size_t i = 0; ok && i < n.size(); ++i) ok = n[i].IsScalar() && (v.push_back(n[i].Scalar()), true);
+    if (!ok) fail(where(key, n), ": '", path(key), "' must be a list of strings, got '", node_text(n), "'");
+    out = std::move(v);
+  }
+
   template <class S>
   void section(const char* key, S& sub) {
     seen_.insert(key);
@@ -191,6 +202,11 @@ class Writer {
     out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
     schema::visit(*this, sub);
     out_ << YAML::EndMap;
+  }
+  void list(const char* key, const std::vector<std::string>& v) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& s : v) out_ << YAML::DoubleQuoted << s;
+    out_ << YAML::EndSeq;
   }
   template <class Check>
   void pair(const char* key, double a, double b, Check) {
@@ -415,9 +431,6 @@ uint64_t parse_byte_size(const std::string& text) {
 void check_supported(const Config& cfg) {
   if (cfg.optim.name == "adamw" && cfg.optim.beta2 >= 1.0)
     fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
-  if (cfg.checkpoint.every > 0 || !cfg.checkpoint.resume.empty())
-    fail(cfg.source, ": checkpointing (checkpoint.every / checkpoint.resume) is not built yet in "
-         "this version of asteria-train");
 }
 
 }  // namespace asteria

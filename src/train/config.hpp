@@ -73,6 +73,8 @@ struct TrainConfig {
   std::string schedule = "cosine";   // cosine, linear, constant
   int64_t warmup_steps = 0;
   double final_lr_fraction = 0.1;    // lr at the last step = lr * this
+  int64_t stop_after = 0;       // stop (with a checkpoint) after this step, the schedule still
+                                // that of train.steps; 0 = run to train.steps
 };
 
 // The shadow pipeline (runtime.mode asteria): roots / bases on host workers, published with a
@@ -123,10 +125,17 @@ struct DistributedConfig {
   int ranks_per_node = 0;       // 0 = from MPI
 };
 
+// Checkpoints (train/checkpoint_store.hpp, DESIGN.md "Checkpoints").
 struct CheckpointConfig {
-  int64_t every = 0;            // 0 = no checkpoints (checkpointing: later)
-  int keep = 3;
-  std::string resume;           // "" = fresh start
+  int64_t every = 0;            // steps between checkpoints; 0 = only at the end of training
+  int keep = 3;                 // the newest K are kept ...
+  int64_t keep_every = 0;       // ... and every one whose step is a multiple of this (0: none)
+  std::string resume;           // "" = fresh start; "latest" (fresh when there is none); a path
+  bool async = true;            // write on a thread while training goes on (the step is held
+                                // only for the copy); falls back to writing in the step when
+                                // the copy would not fit in memory
+  bool enabled = true;          // false: no checkpoints at all (tests, benchmarks)
+  std::vector<std::string> allow_changes;   // keys that may differ from the checkpoint's config
 };
 
 struct RunConfig {

@@ -3,6 +3,7 @@
 //   v.field(key, T& value, check)           scalars (int, int64_t, double, bool, std::string)
 //   v.choice(key, E& value, {{name, E}...})  enums spelled as strings
 //   v.pair(key, double& a, double& b, check) a two-element list ([beta1, beta2])
+//   v.list(key, std::vector<std::string>&)   a list of strings
 // and is either the YAML reader (config.cpp) or the writer of the resolved config.
 // A check is a callable returning "" when the value is fine, else what it must be.
 #include <string>
@@ -123,6 +124,7 @@ void visit(V& v, TrainConfig& t) {
   v.field("schedule", t.schedule, one_of({"cosine", "linear", "constant"}));
   v.field("warmup_steps", t.warmup_steps, at_least(0));
   v.field("final_lr_fraction", t.final_lr_fraction, in_range(0, 1));
+  v.field("stop_after", t.stop_after, at_least(0));
 }
 
 template <class V>
@@ -183,7 +185,11 @@ template <class V>
 void visit(V& v, CheckpointConfig& c) {
   v.field("every", c.every, at_least(0));
   v.field("keep", c.keep, at_least(1));
+  v.field("keep_every", c.keep_every, at_least(0));
   v.field("resume", c.resume, any());
+  v.field("async", c.async, any());
+  v.field("enabled", c.enabled, any());
+  v.list("allow_changes", c.allow_changes);
 }
 
 template <class V>

@@ -5,13 +5,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "core/error.hpp"
 
 namespace asteria {
 
-MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "w");
+MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!file_) fail("cannot write metrics file '", path, "': ", std::strerror(errno));
 }
 
@@ -25,6 +27,31 @@ void MetricsWriter::write(const nlohmann::json& record) {
   line += '\n';
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
     fail("cannot write metrics file '", path_, "': ", std::strerror(errno));
+}
+
+void truncate_metrics_after(const std::string& path, int64_t last_step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    int64_t step = -1;
+    try {
+      step = nlohmann::json::parse(line).at("step").get<int64_t>();
+    } catch (const std::exception&) {
+      break;   // a line cut by the crash ends the file
+    }
+    if (step > last_step) break;
+    kept += line + "\n";
+  }
+  in.close();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << kept;
+    if (!out) fail("cannot write '", tmp, "'");
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 ProgressLine::ProgressLine(int64_t total_steps, int64_t log_every)

@@ -13,7 +13,8 @@ namespace asteria {
 class MetricsWriter {
  public:
   MetricsWriter() = default;
-  explicit MetricsWriter(const std::string& path);
+  // append: continue the file (a resumed run) instead of starting it.
+  explicit MetricsWriter(const std::string& path, bool append = false);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
@@ -23,6 +24,11 @@ class MetricsWriter {
   std::FILE* file_ = nullptr;
   std::string path_;
 };
+
+// A resumed run's metrics.jsonl reads as one uninterrupted run: the lines of steps after
+// `last_step` (written by the interrupted run after its checkpoint) are dropped, through a
+// temporary file and a rename. A missing file is fine (nothing to keep).
+void truncate_metrics_after(const std::string& path, int64_t last_step);
 
 class ProgressLine {
  public:

@@ -18,11 +18,15 @@
 #include "runtime/shadow.hpp"
 #include "runtime/tier_manager.hpp"
 #include "runtime/worker_pool.hpp"
+#include "train/checkpoint_store.hpp"
+#include "train/checkpointer.hpp"
 #include "train/flops.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/metrics.hpp"
 #include "train/optimizer_factory.hpp"
+#include "train/resume_check.hpp"
 #include "train/step_plan.hpp"
+#include "train/stop_signals.hpp"
 #include "train/tier_config.hpp"
 
 namespace fs = std::filesystem;
@@ -88,6 +92,9 @@ struct Trainer::Impl {
   std::unique_ptr<TierManager> tiers;   // owns the optimizer state's memory
   std::unique_ptr<ShadowPipeline> shadow;
   std::unique_ptr<Executor> executor;
+  std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
+  std::string resume_dir;                       // the checkpoint restored, or ""
+  ResumePoint resumed;
   ModelStepOps model_ops{cfg.model.tied_embeddings};
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
@@ -107,9 +114,18 @@ struct Trainer::Impl {
     check_supported(cfg);
     ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
                   "made by `asteria-data encode`)");
-    if (!cfg.run.overwrite && fs::exists(fs::path(cfg.run.dir) / "metrics.jsonl"))
-      fail("run.dir '", cfg.run.dir, "' already holds a run (metrics.jsonl); choose another run.dir "
-           "or set run.overwrite=true");
+    resume_dir = resolve_resume(cfg);
+    if (cfg.checkpoint.resume == "latest" && resume_dir.empty())
+      std::fprintf(stderr, "asteria-train: note: no checkpoint under %s/checkpoints; starting fresh\n", cfg.run.dir.c_str());
+    if (!resume_dir.empty()) {
+      // The checkpoint and its config first: a refused resume changes nothing.
+      const Manifest m = read_manifest((fs::path(resume_dir) / "manifest.json").string());
+      const Config saved = load_config_text(m.config, resume_dir + "/manifest.json");
+      check_resume_compatible(saved, cfg, m, resume_dir);
+    } else if (!cfg.run.overwrite && fs::exists(fs::path(cfg.run.dir) / "metrics.jsonl")) {
+      fail("run.dir '", cfg.run.dir, "' already holds a run (metrics.jsonl); choose another run.dir, "
+           "set run.overwrite=true, or resume it (--resume latest)");
+    }
     set_threads(cfg.runtime.threads);
     const TokenDtype dtype = data_dtype(cfg);
     train_file = TokenFile(cfg.data.train, dtype, cfg.model.vocab_size);
@@ -150,6 +166,31 @@ struct Trainer::Impl {
     tiers->bind(*executor);
     builder.add_contributor(&optim_ops);
     bind_handlers();
+    if (cfg.checkpoint.enabled || !resume_dir.empty()) {
+      std::vector<DataFingerprint> data = {token_file_fingerprint("train", cfg.data.train)};
+      checkpointer = std::make_unique<Checkpointer>(cfg, RunParts{*model, *optimizer, *tiers, shadow.get(), *loader},
+                                                    std::move(data));
+      if (!resume_dir.empty()) resumed = checkpointer->restore(resume_dir);
+    }
+  }
+
+  // Before the first step writes anything: stale checkpoint directories go, a resumed run's
+  // metrics are cut back to its checkpoint, and a fresh run with run.overwrite drops the old
+  // run's checkpoints (or `latest` would find them).
+  void prepare_run_dir(const fs::path& dir) {
+    const std::string root = (dir / "checkpoints").string();
+    if (resume_dir.empty() && cfg.run.overwrite && fs::exists(root)) {
+      std::fprintf(stderr, "asteria-train: note: run.overwrite: removing the checkpoints of the earlier run in %s\n",
+                   root.c_str());
+      fs::remove_all(root);
+    }
+    for (const std::string& p : remove_stale_checkpoints(root))
+      std::fprintf(stderr, "asteria-train: note: removed %s, an incomplete checkpoint\n", p.c_str());
+    if (!resume_dir.empty()) {
+      truncate_metrics_after((dir / "metrics.jsonl").string(), resumed.step);
+      std::fprintf(stderr, "asteria-train: resuming from %s (step %lld)\n", resume_dir.c_str(),
+                   static_cast<long long>(resumed.step));
+    }
   }
 
   void bind_handlers() {
@@ -201,6 +242,7 @@ struct Trainer::Impl {
   TrainResult run() {
     const fs::path dir = cfg.run.dir;
     fs::create_directories(dir);
+    prepare_run_dir(dir);
     write_file_atomically(dir / "config.yaml", config_to_yaml(cfg));
     const int threads = compute_threads(cfg);
     const double peak = cfg.run.peak_flops > 0 ? cfg.run.peak_flops : cpu_peak_flops(threads);
@@ -220,13 +262,17 @@ struct Trainer::Impl {
       if (shadow) info["shadow_lane"] = pool ? "workers" : "compute";
       write_file_atomically(dir / "run_info.json", info.dump(2) + "\n");
     }
-    MetricsWriter metrics((dir / "metrics.jsonl").string());
+    MetricsWriter metrics((dir / "metrics.jsonl").string(), !resume_dir.empty());
     ProgressLine progress(cfg.train.steps, cfg.run.log_every);
 
     TrainResult result;
+    result.last_step = resumed.step;
     Timer wall;
+    const double elapsed0 = resumed.elapsed_s;   // a resumed run's clock goes on
     double timed_tokens = 0, timed_seconds = 0;
-    for (step = 1; step <= cfg.train.steps; ++step) {
+    const StopSignals signals;
+    const int64_t last = cfg.train.stop_after > 0 ? std::min(cfg.train.stop_after, cfg.train.steps) : cfg.train.steps;
+    for (step = resumed.step + 1; step <= last; ++step) {
       lr = lr_at(step, cfg.optim.lr, cfg.train);
       builder.build({step, model->num_layers(), cfg.train.grad_accum}, plan);
       loss_sum = 0;
@@ -237,7 +283,7 @@ struct Trainer::Impl {
       const double loss = loss_sum / cfg.train.grad_accum;
       ASTERIA_CHECK(std::isfinite(loss), "training diverged: loss is ", loss, " at step ", step);
       const double tps = tokens_per_step / step_s;
-      if (step > 1) {
+      if (step > resumed.step + 1) {
         timed_tokens += static_cast<double>(tokens_per_step);
         timed_seconds += step_s;
       }
@@ -255,7 +301,7 @@ struct Trainer::Impl {
           {"bwd_s", executor->seconds(OpKind::Backward)},
           {"optim_s", executor->seconds(OpKind::GradNorm) + executor->seconds(OpKind::ClipGrads) +
                           executor->seconds(OpKind::OptimStep)},
-          {"elapsed_s", wall.seconds()}};
+          {"elapsed_s", elapsed0 + wall.seconds()}};
       if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
       {
         const TierStats ts = tiers->take_stats();
@@ -286,10 +332,31 @@ struct Trainer::Impl {
         rec["eval_s"] = te.seconds();
         result.final_eval_loss = eval_loss;
       }
+      // A checkpoint every checkpoint.every steps, at the last step, and when a signal asks.
+      const int sig = signals.pending();
+      if (checkpointer && cfg.checkpoint.enabled &&
+          ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
+        checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds());
+        result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
+      }
+      if (checkpointer) {
+        const CheckpointTimes ct = checkpointer->take_times();
+        if (ct.hold_s > 0) rec["checkpoint_s"] = ct.hold_s;
+        if (ct.bytes > 0) {
+          rec["checkpoint_bytes"] = ct.bytes;
+          rec["checkpoint_write_s"] = ct.write_s;
+        }
+      }
       metrics.write(rec);
-      progress.update(step, loss, tps, wall.seconds(), eval_loss);
+      progress.update(step, loss, tps, elapsed0 + wall.seconds(), eval_loss);
       result.final_loss = loss;
+      result.last_step = step;
+      if (sig) {
+        result.signal = sig;
+        break;
+      }
     }
+    if (checkpointer) checkpointer->finish();
     progress.finish();
     result.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
     final_params.clear();

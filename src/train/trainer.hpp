@@ -1,8 +1,15 @@
 #pragma once
 // The training loop of one process. Construction validates everything that can be wrong
-// (supported features, data files, sequence length vs data) before anything is written to
-// run.dir; run() then trains train.steps steps, each executed as a plan (step_plan.hpp), writes
-// run.dir/config.yaml (the resolved config), run.dir/metrics.jsonl and run.dir/run_info.json.
+// (supported features, data files, sequence length vs data, the checkpoint to resume from and
+// its config) before anything is written to run.dir; run() then trains to train.steps, each step
+// executed as a plan (step_plan.hpp), and writes run.dir/config.yaml (the resolved config),
+// run.dir/metrics.jsonl, run.dir/run_info.json and checkpoints (run.dir/checkpoints, every
+// checkpoint.every steps and at the end; checkpointer.hpp).
+//
+// Stopping early: train.stop_after, or SIGTERM / SIGINT / SIGUSR1 while run() runs (Slurm
+// preemption): the current step finishes, a checkpoint is written, and run() returns with
+// `signal` set (the program then exits with kExitCheckpointedOnSignal). A second SIGINT ends the
+// process at once (exit 130).
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,7 +22,14 @@ struct TrainResult {
   double final_loss = 0;       // training loss of the last step
   double final_eval_loss = -1; // -1 when there is no eval data
   double tokens_per_s = 0;     // mean over the steps after the first
+  int64_t last_step = 0;       // the last step trained (train.steps unless stopped early)
+  int signal = 0;              // the signal that stopped the run (a checkpoint was written), or 0
+  std::string checkpoint;      // the last checkpoint written, or ""
 };
+
+// asteria-train's exit code after a stop by signal with its checkpoint written (a requeue
+// script tests it): 75, EX_TEMPFAIL ("try again").
+constexpr int kExitCheckpointedOnSignal = 75;
 
 class Trainer {
  public:

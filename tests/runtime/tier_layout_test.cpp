@@ -16,8 +16,8 @@ namespace {
 std::vector<std::vector<StateSpec>> specs(int layers, size_t hot_pages, size_t warm_pages) {
   std::vector<std::vector<StateSpec>> s(layers);
   for (int l = 0; l < layers; ++l) {
-    s[l].push_back({"l" + std::to_string(l) + ".hot", hot_pages * kTierPage / 4, StateClass::Hot});
-    s[l].push_back({"l" + std::to_string(l) + ".warm", warm_pages * kTierPage / 4, StateClass::Warm});
+    s[l].push_back({"l" + std::to_string(l) + ".hot", hot_pages * kTierPage / 4, StateClass::Hot, {}});
+    s[l].push_back({"l" + std::to_string(l) + ".warm", warm_pages * kTierPage / 4, StateClass::Warm, {}});
   }
   return s;
 }
@@ -60,7 +60,7 @@ TEST(TierLayout, EverythingOnTheDeviceWhenItFits) {
 }
 
 TEST(TierLayout, SlotsArePageRoundedAndDisjoint) {
-  std::vector<std::vector<StateSpec>> s = {{{"a", 1, StateClass::Hot}, {"b", 1025, StateClass::Warm}}};
+  std::vector<std::vector<StateSpec>> s = {{{"a", 1, StateClass::Hot, {}}, {"b", 1025, StateClass::Warm, {}}}};
   TierLayout t = place_states(s, {});
   ASSERT_EQ(t.states.size(), 2u);
   EXPECT_EQ(t.states[0].slot, kTierPage);

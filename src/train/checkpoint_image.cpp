@@ -1,0 +1,88 @@
+#include "train/checkpoint_image.hpp"
+
+#include <set>
+
+#include "core/error.hpp"
+#include "core/hdf5_file.hpp"
+
+namespace asteria {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// "/optim/blocks/<tensor>/<row0>_<col0>/L" -> "/optim/blocks/<tensor>/<row0>_<col0>/block"
+std::string block_dataset(const StatePiece& p) { return "/" + p.name.substr(0, p.name.rfind('/')) + "/block"; }
+
+}  // namespace
+
+size_t CheckpointImage::bytes() const {
+  size_t n = 0;
+  for (const ImageBuffer& b : buffers) n += b.data.size() * sizeof(float);
+  for (const auto& [name, v] : values) n += v.size() * sizeof(double);
+  return n;
+}
+
+void write_image(const std::string& path, const CheckpointImage& image) {
+  Hdf5File f(path, Hdf5File::Mode::Create);
+  std::set<std::string> blocks;
+  for (const ImageBuffer& b : image.buffers)
+    for (const StatePiece& p : b.pieces) {
+      ASTERIA_ASSERT(p.offset + p.count() <= b.data.size(), "piece ", p.name, " lies outside its buffer");
+      f.write("/" + p.name, p.shape, b.data.data() + p.offset);
+      if (!p.block.empty() && blocks.insert(block_dataset(p)).second) {
+        const std::vector<double> coords(p.block.begin(), p.block.end());
+        f.write(block_dataset(p), {static_cast<int64_t>(coords.size())}, coords.data());
+      }
+    }
+  for (const auto& [name, v] : image.values) {
+    ASTERIA_ASSERT(name.find('/') == std::string::npos, "value name ", name, " contains '/'");
+    f.write("/values/" + name, {static_cast<int64_t>(v.size())}, v.data());
+  }
+  f.flush();
+}
+
+void read_image(const std::string& path, CheckpointImage& image) {
+  Hdf5File f(path, Hdf5File::Mode::Read);
+  for (ImageBuffer& b : image.buffers)
+    for (const StatePiece& p : b.pieces) {
+      const std::string ds = "/" + p.name;
+      if (!f.exists(ds)) fail(path, ": tensor '", p.name, "' is missing");
+      const std::vector<int64_t> shape = f.shape(ds);
+      if (shape != p.shape)
+        fail(path, ": tensor '", p.name, "' has shape ", shape_text(shape), ", this run needs ", shape_text(p.shape));
+      f.read(ds, b.data.data() + p.offset, p.count());
+      if (!p.block.empty()) {
+        std::vector<double> coords(4);
+        if (!f.exists(block_dataset(p))) fail(path, ": the block coordinates of '", p.name, "' are missing");
+        f.read(block_dataset(p), coords.data(), coords.size());
+        const std::vector<int64_t> got(coords.begin(), coords.end());
+        if (got != p.block)
+          fail(path, ": tensor '", p.name, "' belongs to the block at rows/cols ", shape_text(got),
+               ", this run's block is ", shape_text(p.block));
+      }
+    }
+  image.values.clear();
+  for (const std::string& name : f.members("/values")) {
+    const std::string ds = "/values/" + name;
+    const std::vector<int64_t> shape = f.shape(ds);
+    std::vector<double>& v = image.values[name];
+    v.resize(shape.empty() ? 1 : static_cast<size_t>(shape[0]));
+    f.read(ds, v.data(), v.size());
+  }
+}
+
+const std::vector<double>& image_value(const CheckpointImage& image, const std::string& name, size_t length,
+                                       const std::string& file) {
+  auto it = image.values.find(name);
+  if (it == image.values.end()) fail(file, ": value '", name, "' is missing");
+  if (length > 0 && it->second.size() != length)
+    fail(file, ": value '", name, "' has ", it->second.size(), " entries, expected ", length);
+  return it->second;
+}
+
+}  // namespace asteria

@@ -1,0 +1,274 @@
+#include "train/checkpointer.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <atomic>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/timer.hpp"
+#include "train/checkpoint_store.hpp"
+
+namespace fs = std::filesystem;
+
+namespace asteria {
+
+namespace {
+
+constexpr const char* kRankFile = "rank00000.h5";   // one rank until the multi-rank issue
+
+// Value names cannot hold '/', which separates HDF5 groups.
+std::string value_key(std::string name) {
+  for (char& c : name)
+    if (c == '/') c = ':';
+  return name;
+}
+
+std::vector<double> as_doubles(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+template <class T>
+std::vector<double> as_doubles(const std::vector<T>& v) {
+  return {v.begin(), v.end()};
+}
+
+template <class T>
+void from_doubles(const std::vector<double>& v, std::vector<T>& out) {
+  out.assign(v.size(), T{});
+  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
+}
+
+const char* const kJobVectors[] = {"left_root", "right_root", "left_basis", "right_basis", "left_perm", "right_perm"};
+
+}  // namespace
+
+struct Checkpointer::Writer {
+  std::thread thread;
+  std::exception_ptr error;
+  std::atomic<bool> done{false};
+  double write_s = 0;   // of the finished write, read after join
+  size_t bytes = 0;
+  void join() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
+Checkpointer::Checkpointer(const Config& cfg, RunParts parts, std::vector<DataFingerprint> data)
+    : cfg_(cfg), parts_(parts), data_(std::move(data)), async_(cfg.checkpoint.async),
+      writer_(std::make_unique<Writer>()) {}
+
+Checkpointer::~Checkpointer() {
+  if (writer_) writer_->join();
+}
+
+std::string Checkpointer::root() const { return (fs::path(cfg_.run.dir) / "checkpoints").string(); }
+
+void Checkpointer::lay_out() {
+  if (laid_out_) return;
+  Model<float>& model = parts_.model;
+  for (int l = 0; l < model.num_layers(); ++l) {
+    ImageBuffer b;
+    for (const ParamEntry& e : model.table(l).entries)
+      b.pieces.push_back({state_piece_name("params", e.name), e.shape, e.offset, {}});
+    b.data.resize(model.table(l).numel);
+    image_.buffers.push_back(std::move(b));
+  }
+  const TierLayout& layout = parts_.tiers.layout();
+  for (int l = 0; l < layout.num_layers(); ++l) {
+    std::vector<std::vector<StatePiece>> pieces = parts_.optimizer.state_pieces(l);
+    ASTERIA_ASSERT(pieces.size() == layout.by_layer[l].size(), "layer ", l, ": ", pieces.size(),
+                   " state tensors have pieces, the tier layout has ", layout.by_layer[l].size());
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      ImageBuffer b;
+      b.pieces = std::move(pieces[k]);
+      b.data.resize(layout.states[layout.by_layer[l][k]].spec.count);
+      image_.buffers.push_back(std::move(b));
+    }
+  }
+  laid_out_ = true;
+}
+
+void Checkpointer::capture(int64_t step, int64_t tokens, double elapsed_s) {
+  lay_out();
+  Model<float>& model = parts_.model;
+  size_t i = 0;
+  for (int l = 0; l < model.num_layers(); ++l, ++i)
+    std::memcpy(image_.buffers[i].data.data(), model.params(l), model.table(l).numel * sizeof(float));
+  const TierLayout& layout = parts_.tiers.layout();
+  for (int id = 0; id < static_cast<int>(layout.states.size()); ++id, ++i)
+    parts_.tiers.copy_out(id, image_.buffers[i].data.data());
+  auto& v = image_.values;
+  v.clear();
+  v["train.step"] = {static_cast<double>(step)};
+  v["train.tokens"] = {static_cast<double>(tokens)};
+  v["train.elapsed_s"] = {elapsed_s};
+  const LoaderPosition pos = parts_.loader.position();
+  v["loader.position"] = {static_cast<double>(pos.epoch), static_cast<double>(pos.index)};
+  v["loader.seed"] = {static_cast<double>(cfg_.seed >> 32), static_cast<double>(cfg_.seed & 0xffffffffu)};
+  v["loader.instances"] = {static_cast<double>(parts_.loader.num_instances())};
+  for (const OptimizerCounters& c : parts_.optimizer.counters()) v["optim.counters." + value_key(c.name)] = as_doubles(c.values);
+  if (parts_.shadow) {
+    const std::vector<OpenRefresh> open = parts_.shadow->finish_open_refreshes();
+    v["shadow.open.count"] = {static_cast<double>(open.size())};
+    for (size_t k = 0; k < open.size(); ++k) {
+      const OpenRefresh& r = open[k];
+      const std::string key = "shadow.open." + std::to_string(k) + ".";
+      v[key + "where"] = {static_cast<double>(r.layer),    static_cast<double>(r.block),
+                          static_cast<double>(r.publish_step), static_cast<double>(r.job.rows),
+                          static_cast<double>(r.job.cols), static_cast<double>(static_cast<int>(r.job.status)),
+                          static_cast<double>(r.job.left_newton_done), static_cast<double>(r.job.right_newton_done)};
+      v[key + "left_root"] = r.job.left_root;
+      v[key + "right_root"] = r.job.right_root;
+      v[key + "left_basis"] = r.job.left_basis;
+      v[key + "right_basis"] = r.job.right_basis;
+      v[key + "left_perm"] = as_doubles(r.job.left_perm);
+      v[key + "right_perm"] = as_doubles(r.job.right_perm);
+    }
+  }
+  pending_ = manifest_for(step, tokens, elapsed_s);
+}
+
+Manifest Checkpointer::manifest_for(int64_t step, int64_t tokens, double elapsed_s) const {
+  Manifest m;
+  m.step = step;
+  m.tokens = tokens;
+  m.world_size = 1;
+  m.elapsed_s = elapsed_s;
+  m.config = config_to_yaml(cfg_);
+  m.config_hash = text_xxh3(m.config);
+  m.data = data_;
+  return m;
+}
+
+void Checkpointer::write_and_commit() {
+  Timer t;
+  const std::string dir = commit_checkpoint(root(), pending_, [&](const std::string& tmp) {
+    write_image((fs::path(tmp) / kRankFile).string(), image_);
+    return std::vector<std::string>{kRankFile};
+  });
+  size_t bytes = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) bytes += e.file_size();
+  apply_retention(root(), cfg_.checkpoint.keep, cfg_.checkpoint.keep_every);
+  writer_->write_s = t.seconds();
+  writer_->bytes = bytes;
+}
+
+void Checkpointer::finish() {
+  writer_->join();
+  if (writer_->done.exchange(false)) {
+    times_.write_s = writer_->write_s;
+    times_.bytes = writer_->bytes;
+  }
+  if (writer_->error) {
+    std::exception_ptr e = writer_->error;
+    writer_->error = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s) {
+  Timer hold;
+  finish();   // the previous write, and its error
+  capture(step, tokens, elapsed_s);
+  auto write = [this] {
+    try {
+      write_and_commit();
+    } catch (...) {
+      writer_->error = std::current_exception();
+    }
+    writer_->done = true;
+  };
+  if (async_) {
+    writer_->thread = std::thread(write);
+  } else {
+    write();
+    finish();
+  }
+  times_.hold_s += hold.seconds();
+}
+
+CheckpointTimes Checkpointer::take_times() {
+  if (writer_->done && writer_->thread.joinable()) finish();   // a write that ended since
+  CheckpointTimes t = times_;
+  times_ = CheckpointTimes{};
+  return t;
+}
+
+ResumePoint Checkpointer::restore(const std::string& dir) {
+  const std::string file = (fs::path(dir) / kRankFile).string();
+  const Manifest m = read_manifest((fs::path(dir) / "manifest.json").string());
+  if (m.world_size != 1)
+    fail(dir, ": written by ", m.world_size, " ranks; loading at another world size comes with multi-rank training");
+  verify_files(dir, m);
+  lay_out();
+  read_image(file, image_);   // every tensor and value checked before anything changes
+  const auto value = [&](const std::string& name, size_t n) -> const std::vector<double>& {
+    return image_value(image_, name, n, file);
+  };
+  const int64_t step = static_cast<int64_t>(value("train.step", 1)[0]);
+  if (step != m.step) fail(file, ": holds step ", step, ", its manifest says ", m.step);
+  const std::vector<double>& pos = value("loader.position", 2);
+  if (static_cast<uint64_t>(value("loader.instances", 1)[0]) != parts_.loader.num_instances())
+    fail(file, ": the loader served ", value("loader.instances", 1)[0], " instances per epoch, this run has ",
+         parts_.loader.num_instances());
+  std::vector<OptimizerCounters> counters;
+  for (const auto& [name, vals] : image_.values)
+    if (name.rfind("optim.counters.", 0) == 0) {
+      std::string key = name.substr(15);
+      for (char& c : key)
+        if (c == ':') c = '/';
+      counters.push_back({key, {vals.begin(), vals.end()}});
+    }
+  std::vector<OpenRefresh> open;
+  if (parts_.shadow) {
+    const size_t n = static_cast<size_t>(value("shadow.open.count", 1)[0]);
+    for (size_t k = 0; k < n; ++k) {
+      const std::string key = "shadow.open." + std::to_string(k) + ".";
+      const std::vector<double>& w = value(key + "where", 8);
+      OpenRefresh r;
+      r.layer = static_cast<int>(w[0]);
+      r.block = static_cast<int>(w[1]);
+      r.publish_step = static_cast<int64_t>(w[2]);
+      r.job.rows = static_cast<int64_t>(w[3]);
+      r.job.cols = static_cast<int64_t>(w[4]);
+      r.job.status = static_cast<matfn::Status>(static_cast<int>(w[5]));
+      r.job.left_newton_done = w[6] != 0;
+      r.job.right_newton_done = w[7] != 0;
+      r.job.left_root = value(key + "left_root", 0);
+      r.job.right_root = value(key + "right_root", 0);
+      r.job.left_basis = value(key + "left_basis", 0);
+      r.job.right_basis = value(key + "right_basis", 0);
+      from_doubles(value(key + "left_perm", 0), r.job.left_perm);
+      from_doubles(value(key + "right_perm", 0), r.job.right_perm);
+      open.push_back(std::move(r));
+    }
+  } else if (image_.values.count("shadow.open.count") && value("shadow.open.count", 1)[0] > 0) {
+    fail(file, ": holds refreshes in flight of runtime.mode asteria; resume it in asteria mode");
+  }
+  // Everything read and checked: now the run changes.
+  parts_.optimizer.restore_counters(counters);
+  Model<float>& model = parts_.model;
+  size_t i = 0;
+  for (int l = 0; l < model.num_layers(); ++l, ++i)
+    std::memcpy(model.params(l), image_.buffers[i].data.data(), model.table(l).numel * sizeof(float));
+  const TierLayout& layout = parts_.tiers.layout();
+  for (int id = 0; id < static_cast<int>(layout.states.size()); ++id, ++i)
+    parts_.tiers.copy_in(id, image_.buffers[i].data.data());
+  parts_.loader.restore({static_cast<uint64_t>(pos[0]), static_cast<uint64_t>(pos[1])});
+  if (parts_.shadow) parts_.shadow->restore_open_refreshes(open);
+  return {step, value("train.elapsed_s", 1)[0], dir};
+}
+
+std::string resolve_resume(const Config& cfg) {
+  const std::string& r = cfg.checkpoint.resume;
+  if (r.empty()) return "";
+  if (r == "latest") {
+    const auto latest = latest_checkpoint((fs::path(cfg.run.dir) / "checkpoints").string());
+    return latest ? latest->dir : "";
+  }
+  if (!fs::is_directory(r)) fail("checkpoint.resume: '", r, "' is not a checkpoint directory");
+  return r;
+}
+
+}  // namespace asteria

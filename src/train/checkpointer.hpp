@@ -1,0 +1,95 @@
+#pragma once
+// Saving and restoring the complete state of a training run (DESIGN.md "Checkpoints"): the
+// parameters, every optimizer state tensor wherever its tier keeps it, the optimizer's
+// counters, the loader's position (global: seed, epoch, instances served), the step, tokens and
+// elapsed time, and the shadow pipeline's open refreshes with their publish steps. The LR is a
+// function of the step; nothing else in a run draws random numbers (init uses the seed once).
+//
+// save(step) runs at a step boundary (every lane idle). It copies the state into the image
+// (allocated at the first save and reused), which is the time the step is held
+// (checkpoint_s); with checkpoint.async the files are then written and committed on the
+// checkpoint thread while training goes on (checkpoint_write_s), and the next save first waits
+// for the previous write. Without async the write happens in the step. (Either way the image is
+// one copy of the state in memory; writing straight from the state, for runs whose state does
+// not fit twice, is left to the single-machine 1B issue.) Retention (checkpoint.keep / keep_every) runs after
+// each commit. A failed write is reported at the next save or at finish().
+//
+// restore(dir) verifies the checkpoint (manifest, file sizes and checksums, every tensor and
+// its shape) into the image before it changes anything, then loads it into the run.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/loader.hpp"
+#include "model/model.hpp"
+#include "optim/optimizer.hpp"
+#include "runtime/shadow.hpp"
+#include "runtime/tier_manager.hpp"
+#include "train/checkpoint_image.hpp"
+#include "train/checkpoint_manifest.hpp"
+#include "train/config.hpp"
+
+namespace asteria {
+
+// What a run is made of, as far as its state goes.
+struct RunParts {
+  Model<float>& model;
+  Optimizer& optimizer;
+  TierManager& tiers;
+  ShadowPipeline* shadow;   // null in native mode
+  TrainLoader& loader;
+};
+
+// Where a restored run continues.
+struct ResumePoint {
+  int64_t step = 0;         // the last step the checkpoint holds
+  double elapsed_s = 0;
+  std::string dir;
+};
+
+struct CheckpointTimes {
+  double hold_s = 0;        // the step was held (copy; the whole write when synchronous)
+  double write_s = 0;       // the last finished write (files, fsync, commit)
+  size_t bytes = 0;         // the last finished checkpoint's files
+};
+
+class Checkpointer {
+ public:
+  // data: the fingerprints of the run's token files (manifest "data").
+  Checkpointer(const Config& cfg, RunParts parts, std::vector<DataFingerprint> data);
+  ~Checkpointer();   // waits for a write in flight
+
+  void save(int64_t step, int64_t tokens, double elapsed_s);
+  // Waits for the write in flight; rethrows its error.
+  void finish();
+  // The times of the last save and the last finished write, reset by the call.
+  CheckpointTimes take_times();
+
+  ResumePoint restore(const std::string& dir);
+  std::string root() const;   // run.dir/checkpoints
+
+ private:
+  struct Writer;
+  void lay_out();                  // the image's buffers and pieces (once)
+  void capture(int64_t step, int64_t tokens, double elapsed_s);
+  void write_and_commit();         // from the image
+  Manifest manifest_for(int64_t step, int64_t tokens, double elapsed_s) const;
+
+  const Config& cfg_;
+  RunParts parts_;
+  std::vector<DataFingerprint> data_;
+  CheckpointImage image_;
+  Manifest pending_;               // of the image being written
+  bool laid_out_ = false;
+  bool async_;
+  CheckpointTimes times_;
+  std::unique_ptr<Writer> writer_;
+};
+
+// Resolves checkpoint.resume / --resume: "latest" (the newest complete checkpoint under
+// run.dir/checkpoints, or "" when there is none) or a path (an Error when it is not a
+// checkpoint directory).
+std::string resolve_resume(const Config& cfg);
+
+}  // namespace asteria
