@@ -111,7 +111,7 @@ TEST(TrainTiny, BadDataIsRefusedBeforeAnythingIsWritten) {
   // A sequence longer than the whole validation file.
   asteria::testing::write_bigram_tokens(dir.file("short.bin"), 40, 512, 3);
   expect_refused({"data.eval=" + dir.file("short.bin")}, "short.bin");
-  expect_refused({"checkpoint.every=10"}, "not built yet");
+  expect_refused({"checkpoint.resume=" + dir.file("nothing")}, "not a checkpoint directory");
   EXPECT_FALSE(std::filesystem::exists(dir.file("run")));
 
   // An existing run is not overwritten unless asked.

@@ -162,10 +162,19 @@ TEST(Config, ResolvedYamlRoundTrips) {
 TEST(Config, FeaturesNotBuiltAreRefused) {
   Config c = load_config_text("optim:\n  name: adamw\n  betas: [0.9, 1.0]\n", "f.yaml");
   expect_error([&] { check_supported(c); }, {"AdamW needs beta2 < 1"});
-  Config c2 = load_config_text("checkpoint:\n  every: 100\n", "f.yaml");
-  expect_error([&] { check_supported(c2); }, {"checkpoint"});
-  Config c3 = load_config_text("checkpoint:\n  resume: runs/x\n", "f.yaml");
-  expect_error([&] { check_supported(c3); }, {"checkpoint.resume", "not built yet"});
+}
+
+TEST(Config, CheckpointSection) {
+  Config c = load_config_text("checkpoint:\n  every: 100\n  keep_every: 1000\n  allow_changes: [optim.lr, train.warmup_steps]\n",
+                              "f.yaml");
+  EXPECT_EQ(c.checkpoint.every, 100);
+  EXPECT_EQ(c.checkpoint.keep, 3);
+  EXPECT_EQ(c.checkpoint.keep_every, 1000);
+  EXPECT_TRUE(c.checkpoint.async);
+  EXPECT_EQ(c.checkpoint.allow_changes, (std::vector<std::string>{"optim.lr", "train.warmup_steps"}));
+  EXPECT_EQ(config_to_yaml(load_config_text(config_to_yaml(c), "r.yaml")), config_to_yaml(c));
+  expect_error([] { load_config_text("checkpoint:\n  allow_changes: optim.lr\n", "f.yaml"); },
+               {"f.yaml:2", "'checkpoint.allow_changes' must be a list of strings"});
 }
 
 TEST(Config, OptimizerNameSetsItsDefaults) {
