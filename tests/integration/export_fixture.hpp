@@ -160,4 +160,35 @@ inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(read_file_bytes(path));
 }
 
+// A safetensors file split into its JSON header and its data area (parsed here, not by the
+// exporter's code, so the test does not share its assumptions).
+struct SafetensorsFile {
+  nlohmann::json header;
+  std::string data;
+};
+
+inline SafetensorsFile read_safetensors(const std::string& path) {
+  const std::string bytes = read_file_bytes(path);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; i--) n = (n << 8) | static_cast<unsigned char>(bytes.at(i));
+  return {nlohmann::json::parse(bytes.substr(8, n)), bytes.substr(8 + n)};
+}
+
+// Element i of tensor `name` (F32 or BF16) as a double.
+inline double safetensors_value(const SafetensorsFile& f, const std::string& name, size_t i) {
+  const auto& t = f.header.at(name);
+  const size_t begin = t.at("data_offsets").at(0).get<size_t>();
+  uint32_t bits = 0;
+  if (t.at("dtype") == "F32") {
+    std::memcpy(&bits, f.data.data() + begin + 4 * i, 4);
+  } else {
+    uint16_t half;
+    std::memcpy(&half, f.data.data() + begin + 2 * i, 2);
+    bits = uint32_t(half) << 16;
+  }
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
 }  // namespace asteria::testing
