@@ -244,6 +244,11 @@ double Model<T>::last_z_loss() const {
 }
 
 template <class T>
+const T* Model<T>::last_final_hidden() const {
+  return impl_->head_layout.xf.in(impl_->head_acts.data());
+}
+
+template <class T>
 size_t Model<T>::activation_bytes() const {
   const Impl& m = *impl_;
   size_t elems = m.residual.size() + m.head_acts.size() + m.scratch.size();

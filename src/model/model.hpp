@@ -61,6 +61,11 @@ class Model {
   double last_ce_loss() const;
   double last_z_loss() const;
 
+  // The final norm's output xf [B*T, C] of the last head forward, row n = b*T + t. The head does
+  // not keep its logits (they are overwritten by their gradient); logits = xf W[0:V]^T with W
+  // the LM head (lm_head, or wte when tied). For checks against other implementations (export).
+  const T* last_final_hidden() const;
+
   // Bytes of activation memory held for backward (for reports).
   size_t activation_bytes() const;
 

@@ -1,0 +1,194 @@
+#pragma once
+// Helpers for the asteria-export tests: a seeded tiny model with its norm weights moved away
+// from 1, a checkpoint folder written in the format the trainer writes (manifest.json +
+// rank00000.h5 with /params), Asteria's own logits, and the programs' command lines.
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/hdf5_file.hpp"
+#include "model/model.hpp"
+#include "test_util.hpp"
+#include "train/config.hpp"
+
+namespace asteria::testing {
+
+// tiny with a padded embedding (vocab 500 in 512 rows), 4 heads, and weights large enough
+// (std 0.15) that attention is far from uniform, so RoPE and head layout matter in the logits.
+inline Config export_config(std::vector<std::string> sets) {
+  std::vector<std::string> base = {"model.vocab_size=500", "model.embedding_size=512",
+                                   "model.n_heads=4", "model.init_std=0.15"};
+  base.insert(base.end(), sets.begin(), sets.end());
+  return load_config_text("seed: 5\nmodel:\n  preset: tiny\n", "export_test.yaml", base);
+}
+
+// Initializes from the seed, then norm weights to 1 + U(-0.5, 0.5) so a dropped or misplaced
+// norm weight changes the logits.
+template <class T>
+void init_model(Model<T>& m, uint64_t seed) {
+  m.init(seed);
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (int l = 0; l < m.num_layers(); l++)
+    for (const ParamEntry& e : m.table(l).entries)
+      if (e.cls == ParamClass::Norm)
+        for (size_t i = 0; i < e.numel; i++) m.params(l)[e.offset + i] = static_cast<T>(1 + u(rng));
+}
+
+inline std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline std::string xxh3_of_file(const std::string& path) {
+  const std::string bytes = read_file_bytes(path);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016" PRIx64,
+                static_cast<uint64_t>(XXH3_64bits(bytes.data(), bytes.size())));
+  return hex;
+}
+
+// Writes dir/manifest.json and dir/rank00000.h5 for the model's parameters (all but `skip`),
+// plus unrelated /optim and /train groups that the export must ignore.
+inline void write_checkpoint(const std::string& dir, const Config& cfg, Model<float>& m,
+                             int64_t step, const std::set<std::string>& skip = {}) {
+  std::filesystem::create_directories(dir);
+  const std::string h5 = dir + "/rank00000.h5";
+  {
+    Hdf5File f(h5, Hdf5File::Mode::Create);
+    for (int l = 0; l < m.num_layers(); l++)
+      for (const ParamEntry& e : m.table(l).entries)
+        if (!skip.count(e.name)) f.write("/params/" + e.name, e.shape, m.params(l) + e.offset);
+    const double step_value = static_cast<double>(step);
+    f.write("/train/step", {1}, &step_value);
+    std::vector<float> zeros(16, 0.0f);
+    f.write("/optim/adamw/m/wte", {16}, zeros.data());
+    f.flush();
+  }
+  nlohmann::ordered_json manifest = {
+      {"format_version", 1},
+      {"step", step},
+      {"world_size", 1},
+      {"config", config_to_yaml(cfg)},
+      {"files", {{{"name", "rank00000.h5"},
+                  {"bytes", std::filesystem::file_size(h5)},
+                  {"xxh3", xxh3_of_file(h5)}}}}};
+  std::ofstream(dir + "/manifest.json") << manifest.dump(2) << "\n";
+}
+
+// B sequences of seq_len ids below vocab_size, one per line (the Python script's input).
+inline std::vector<int32_t> random_tokens(const ModelConfig& mc, int batch, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(static_cast<size_t>(batch) * mc.seq_len);
+  for (auto& t : ids) t = static_cast<int32_t>(rng() % mc.vocab_size);
+  return ids;
+}
+
+inline void write_tokens(const std::string& path, const std::vector<int32_t>& ids, int seq_len) {
+  std::ofstream out(path);
+  for (size_t i = 0; i < ids.size(); i++)
+    out << ids[i] << ((i + 1) % seq_len == 0 ? "\n" : " ");
+}
+
+// Asteria's logits [B*T, V] in double: xf of the head times the first V rows of the LM head.
+template <class T>
+std::vector<double> asteria_logits(Model<T>& m, const std::vector<int32_t>& ids) {
+  const ModelConfig& mc = m.config();
+  m.set_batch(ids.data(), ids.data());   // targets only feed the loss
+  for (int l = 0; l < m.num_layers(); l++) m.forward(l);
+  const T* xf = m.last_final_hidden();
+  const T* w = m.params(0);   // wte
+  if (!mc.tied_embeddings) {
+    const ParamTable& head = m.table(m.num_layers() - 1);
+    w = m.params(m.num_layers() - 1) + head.find("lm_head")->offset;
+  }
+  const size_t N = ids.size(), C = mc.d_model, V = mc.vocab_size;
+  std::vector<double> logits(N * V);
+  for (size_t n = 0; n < N; n++)
+    for (size_t v = 0; v < V; v++) {
+      double s = 0;
+      for (size_t c = 0; c < C; c++) s += double(xf[n * C + c]) * double(w[v * C + c]);
+      logits[n * V + v] = s;
+    }
+  return logits;
+}
+
+inline std::string export_command(const std::string& args) {
+  return std::string(ASTERIA_BIN_DIR) + "/asteria-export " + args;
+}
+
+inline std::string numpy_forward_command(const std::string& model_dir, const std::string& tokens,
+                                         const std::string& out) {
+  return "/usr/bin/python3 " + std::string(ASTERIA_SOURCE_DIR) +
+         "/tests/integration/hf_numpy_forward.py " + model_dir + " " + tokens + " " + out;
+}
+
+inline std::vector<double> read_f64(const std::string& path) {
+  const std::string bytes = read_file_bytes(path);
+  std::vector<double> v(bytes.size() / sizeof(double));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(double));
+  return v;
+}
+
+// max |hf - asteria| / max |asteria| over the first V of HF's E logits per position.
+inline double relative_logit_error(const std::vector<double>& hf, const std::vector<double>& ast,
+                                   size_t positions, size_t V, size_t E) {
+  double diff = 0, scale = 0;
+  for (size_t n = 0; n < positions; n++)
+    for (size_t v = 0; v < V; v++) {
+      diff = std::max(diff, std::abs(hf[n * E + v] - ast[n * V + v]));
+      scale = std::max(scale, std::abs(ast[n * V + v]));
+    }
+  return diff / scale;
+}
+
+inline nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(read_file_bytes(path));
+}
+
+// A safetensors file split into its JSON header and its data area (parsed here, not by the
+// exporter's code, so the test does not share its assumptions).
+struct SafetensorsFile {
+  nlohmann::json header;
+  std::string data;
+};
+
+inline SafetensorsFile read_safetensors(const std::string& path) {
+  const std::string bytes = read_file_bytes(path);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; i--) n = (n << 8) | static_cast<unsigned char>(bytes.at(i));
+  return {nlohmann::json::parse(bytes.substr(8, n)), bytes.substr(8 + n)};
+}
+
+// Element i of tensor `name` (F32 or BF16) as a double.
+inline double safetensors_value(const SafetensorsFile& f, const std::string& name, size_t i) {
+  const auto& t = f.header.at(name);
+  const size_t begin = t.at("data_offsets").at(0).get<size_t>();
+  uint32_t bits = 0;
+  if (t.at("dtype") == "F32") {
+    std::memcpy(&bits, f.data.data() + begin + 4 * i, 4);
+  } else {
+    uint16_t half;
+    std::memcpy(&half, f.data.data() + begin + 2 * i, 2);
+    bits = uint32_t(half) << 16;
+  }
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+}  // namespace asteria::testing
