@@ -2,8 +2,6 @@
 // Helpers for the asteria-export tests: a seeded tiny model with its norm weights moved away
 // from 1, a checkpoint folder written in the format the trainer writes (manifest.json +
 // rank00000.h5 with /params), Asteria's own logits, and the programs' command lines.
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -19,6 +17,9 @@
 #include <vector>
 
 #include "core/hdf5_file.hpp"
+#include "train/checkpoint_image.hpp"
+#include "train/checkpoint_manifest.hpp"
+#include "train/checkpoint_store.hpp"
 #include "model/model.hpp"
 #include "test_util.hpp"
 #include "train/config.hpp"
@@ -54,40 +55,31 @@ inline std::string read_file_bytes(const std::string& path) {
   return s.str();
 }
 
-inline std::string xxh3_of_file(const std::string& path) {
-  const std::string bytes = read_file_bytes(path);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016" PRIx64,
-                static_cast<uint64_t>(XXH3_64bits(bytes.data(), bytes.size())));
-  return hex;
-}
-
-// Writes dir/manifest.json and dir/rank00000.h5 for the model's parameters (all but `skip`),
-// plus unrelated /optim and /train groups that the export must ignore.
+// Writes a checkpoint of the model's parameters (all but `skip`) at `dir` with the trainer's
+// own checkpoint modules (image, manifest, commit protocol), plus unrelated values that the
+// export must ignore.
 inline void write_checkpoint(const std::string& dir, const Config& cfg, Model<float>& m,
                              int64_t step, const std::set<std::string>& skip = {}) {
-  std::filesystem::create_directories(dir);
-  const std::string h5 = dir + "/rank00000.h5";
-  {
-    Hdf5File f(h5, Hdf5File::Mode::Create);
-    for (int l = 0; l < m.num_layers(); l++)
-      for (const ParamEntry& e : m.table(l).entries)
-        if (!skip.count(e.name)) f.write("/params/" + e.name, e.shape, m.params(l) + e.offset);
-    const double step_value = static_cast<double>(step);
-    f.write("/train/step", {1}, &step_value);
-    std::vector<float> zeros(16, 0.0f);
-    f.write("/optim/adamw/m/wte", {16}, zeros.data());
-    f.flush();
-  }
-  nlohmann::ordered_json manifest = {
-      {"format_version", 1},
-      {"step", step},
-      {"world_size", 1},
-      {"config", config_to_yaml(cfg)},
-      {"files", {{{"name", "rank00000.h5"},
-                  {"bytes", std::filesystem::file_size(h5)},
-                  {"xxh3", xxh3_of_file(h5)}}}}};
-  std::ofstream(dir + "/manifest.json") << manifest.dump(2) << "\n";
+  CheckpointImage image;
+  for (int l = 0; l < m.num_layers(); l++)
+    for (const ParamEntry& e : m.table(l).entries) {
+      if (skip.count(e.name)) continue;
+      ImageBuffer b;
+      b.pieces.push_back({state_piece_name("params", e.name), e.shape, 0, {}});
+      b.data.assign(m.params(l) + e.offset, m.params(l) + e.offset + e.numel);
+      image.buffers.push_back(std::move(b));
+    }
+  image.values["train.step"] = {static_cast<double>(step)};
+  Manifest man;
+  man.step = step;
+  man.config = config_to_yaml(cfg);
+  man.config_hash = text_xxh3(man.config);
+  const std::filesystem::path p(dir);
+  const std::string written = commit_checkpoint(p.parent_path().string(), man, [&](const std::string& tmp) {
+    write_image(tmp + "/rank00000.h5", image);
+    return std::vector<std::string>{"rank00000.h5"};
+  });
+  std::filesystem::rename(written, dir);
 }
 
 // B sequences of seq_len ids below vocab_size, one per line (the Python script's input).
