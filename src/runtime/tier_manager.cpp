@@ -100,6 +100,14 @@ void TierManager::copy_out(int id, float* dst) {
   }
 }
 
+const float* TierManager::memory_of(int id) {
+  const TierState& s = layout_.states[id];
+  StateTensor& t = *tensors_[id];
+  if (t.bound()) return t.data();
+  if (s.home == Tier::Host) return reinterpret_cast<const float*>(host_.data() + s.home_offset);
+  return nullptr;
+}
+
 void TierManager::copy_in(int id, const float* src) {
   const TierState& s = layout_.states[id];
   StateTensor& t = *tensors_[id];

@@ -50,6 +50,9 @@ class TierManager {
   // back. Between steps only (no tier op in flight); the disk tier's checksums apply.
   void copy_out(int id, float* dst);
   void copy_in(int id, const float* src);
+  // Where state `id` can be read in memory now (its device copy, or its host home), or nullptr
+  // when only the disk tier has it (then copy_out).
+  const float* memory_of(int id);
   const DiskTierFile* disk() const { return disk_.get(); }
 
  private:

@@ -1,5 +1,6 @@
 #include "train/checkpoint_image.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.hpp"
@@ -27,18 +28,21 @@ size_t CheckpointImage::bytes() const {
   return n;
 }
 
-void write_image(const std::string& path, const CheckpointImage& image) {
+void write_image(const std::string& path, const CheckpointImage& image, const ImageSource& source) {
   Hdf5File f(path, Hdf5File::Mode::Create);
   std::set<std::string> blocks;
-  for (const ImageBuffer& b : image.buffers)
+  for (size_t i = 0; i < image.buffers.size(); ++i) {
+    const ImageBuffer& b = image.buffers[i];
+    const float* data = source ? source(i) : b.data.data();
     for (const StatePiece& p : b.pieces) {
-      ASTERIA_ASSERT(p.offset + p.count() <= b.data.size(), "piece ", p.name, " lies outside its buffer");
-      f.write("/" + p.name, p.shape, b.data.data() + p.offset);
+      ASTERIA_ASSERT(source || p.offset + p.count() <= b.data.size(), "piece ", p.name, " lies outside its buffer");
+      f.write("/" + p.name, p.shape, data + p.offset);
       if (!p.block.empty() && blocks.insert(block_dataset(p)).second) {
         const std::vector<double> coords(p.block.begin(), p.block.end());
         f.write(block_dataset(p), {static_cast<int64_t>(coords.size())}, coords.data());
       }
     }
+  }
   for (const auto& [name, v] : image.values) {
     ASTERIA_ASSERT(name.find('/') == std::string::npos, "value name ", name, " contains '/'");
     f.write("/values/" + name, {static_cast<int64_t>(v.size())}, v.data());
@@ -46,7 +50,7 @@ void write_image(const std::string& path, const CheckpointImage& image) {
   f.flush();
 }
 
-void read_image(const std::string& path, CheckpointImage& image) {
+void check_image(const std::string& path, CheckpointImage& image) {
   Hdf5File f(path, Hdf5File::Mode::Read);
   for (ImageBuffer& b : image.buffers)
     for (const StatePiece& p : b.pieces) {
@@ -55,7 +59,6 @@ void read_image(const std::string& path, CheckpointImage& image) {
       const std::vector<int64_t> shape = f.shape(ds);
       if (shape != p.shape)
         fail(path, ": tensor '", p.name, "' has shape ", shape_text(shape), ", this run needs ", shape_text(p.shape));
-      f.read(ds, b.data.data() + p.offset, p.count());
       if (!p.block.empty()) {
         std::vector<double> coords(4);
         if (!f.exists(block_dataset(p))) fail(path, ": the block coordinates of '", p.name, "' are missing");
@@ -74,6 +77,29 @@ void read_image(const std::string& path, CheckpointImage& image) {
     v.resize(shape.empty() ? 1 : static_cast<size_t>(shape[0]));
     f.read(ds, v.data(), v.size());
   }
+}
+
+void read_tensors(const std::string& path, CheckpointImage& image, const ImageSink& sink) {
+  Hdf5File f(path, Hdf5File::Mode::Read);
+  std::vector<float> scratch;
+  for (size_t i = 0; i < image.buffers.size(); ++i) {
+    ImageBuffer& b = image.buffers[i];
+    size_t size = 0;
+    for (const StatePiece& p : b.pieces) size = std::max(size, p.offset + p.count());
+    float* out = b.data.data();
+    if (sink) {
+      if (scratch.size() < size) scratch.resize(size);
+      out = scratch.data();
+    }
+    ASTERIA_ASSERT(sink || b.data.size() >= size, "image buffer ", i, " is not sized for its pieces");
+    for (const StatePiece& p : b.pieces) f.read("/" + p.name, out + p.offset, p.count());
+    if (sink) sink(i, out);
+  }
+}
+
+void read_image(const std::string& path, CheckpointImage& image) {
+  check_image(path, image);
+  read_tensors(path, image);
 }
 
 const std::vector<double>& image_value(const CheckpointImage& image, const std::string& name, size_t length,

@@ -16,6 +16,7 @@
 //   /values/<name>               float64 arrays ("train.step", "optim.counters.<block>", ...)
 // The image is allocated once and reused by later checkpoints of the same run (same buffers).
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,14 +36,24 @@ struct CheckpointImage {
   size_t bytes() const;
 };
 
+// Where write_image reads buffer i's floats: by default its `data`; a writer that does not stage
+// the state points at it where it lives (it must stay unchanged until write_image returns).
+using ImageSource = std::function<const float*(size_t buffer)>;
+
 // Writes the image to `path` (created or truncated) and flushes it; an Error naming the file on
 // failure. The caller fsyncs (checkpoint_store.hpp).
-void write_image(const std::string& path, const CheckpointImage& image);
+void write_image(const std::string& path, const CheckpointImage& image, const ImageSource& source = nullptr);
 
-// Reads `path` into an image whose buffers and pieces are already laid out (the reader's own
-// model and optimizer say what they need): every piece must exist with the expected shape, and
-// block coordinates must match. All /values are read. Errors name the file, the tensor and what
-// is wrong (missing, shape).
+// Reading, in two passes so that a reader can refuse a checkpoint before it changes anything:
+// check_image checks that every piece of the laid-out image (the reader's own model and
+// optimizer say what they need) exists with the expected shape and block coordinates, and reads
+// all /values into image.values; read_tensors then reads each buffer and hands it to `sink`
+// (default: into buffers[i].data, which must be sized). Errors name the file, the tensor and
+// what is wrong (missing, shape).
+using ImageSink = std::function<void(size_t buffer, const float* data)>;
+void check_image(const std::string& path, CheckpointImage& image);
+void read_tensors(const std::string& path, CheckpointImage& image, const ImageSink& sink = nullptr);
+// Both, into the buffers' data.
 void read_image(const std::string& path, CheckpointImage& image);
 
 // A value the reader needs: an Error naming the file when it is missing or of another length

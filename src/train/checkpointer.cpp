@@ -38,7 +38,17 @@ void from_doubles(const std::vector<double>& v, std::vector<T>& out) {
   for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
 }
 
-const char* const kJobVectors[] = {"left_root", "right_root", "left_basis", "right_basis", "left_perm", "right_perm"};
+// MemAvailable of /proc/meminfo, or 0 when unknown.
+double available_memory_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  double kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib * 1024.0;
+}
 
 }  // namespace
 
@@ -70,8 +80,8 @@ void Checkpointer::lay_out() {
     ImageBuffer b;
     for (const ParamEntry& e : model.table(l).entries)
       b.pieces.push_back({state_piece_name("params", e.name), e.shape, e.offset, {}});
-    b.data.resize(model.table(l).numel);
     image_.buffers.push_back(std::move(b));
+    sizes_.push_back(model.table(l).numel);
   }
   const TierLayout& layout = parts_.tiers.layout();
   for (int l = 0; l < layout.num_layers(); ++l) {
@@ -79,24 +89,36 @@ void Checkpointer::lay_out() {
     ASTERIA_ASSERT(pieces.size() == layout.by_layer[l].size(), "layer ", l, ": ", pieces.size(),
                    " state tensors have pieces, the tier layout has ", layout.by_layer[l].size());
     for (size_t k = 0; k < pieces.size(); ++k) {
-      ImageBuffer b;
-      b.pieces = std::move(pieces[k]);
-      b.data.resize(layout.states[layout.by_layer[l][k]].spec.count);
-      image_.buffers.push_back(std::move(b));
+      image_.buffers.push_back({std::move(pieces[k]), {}});
+      sizes_.push_back(layout.states[layout.by_layer[l][k]].spec.count);
     }
   }
   laid_out_ = true;
 }
 
-void Checkpointer::capture(int64_t step, int64_t tokens, double elapsed_s) {
-  lay_out();
-  Model<float>& model = parts_.model;
-  size_t i = 0;
-  for (int l = 0; l < model.num_layers(); ++l, ++i)
-    std::memcpy(image_.buffers[i].data.data(), model.params(l), model.table(l).numel * sizeof(float));
-  const TierLayout& layout = parts_.tiers.layout();
-  for (int id = 0; id < static_cast<int>(layout.states.size()); ++id, ++i)
-    parts_.tiers.copy_out(id, image_.buffers[i].data.data());
+const float* Checkpointer::live(size_t i) {
+  const int layers = parts_.model.num_layers();
+  if (i < static_cast<size_t>(layers)) return parts_.model.params(static_cast<int>(i));
+  const int id = static_cast<int>(i) - layers;
+  if (const float* p = parts_.tiers.memory_of(id)) return p;
+  if (scratch_.size() < sizes_[i]) scratch_.resize(sizes_[i]);
+  parts_.tiers.copy_out(id, scratch_.data());
+  return scratch_.data();
+}
+
+void Checkpointer::stage() {
+  for (size_t i = 0; i < image_.buffers.size(); ++i) {
+    std::vector<float>& data = image_.buffers[i].data;
+    data.resize(sizes_[i]);   // allocated at the first save only
+    const int layers = parts_.model.num_layers();
+    if (i < static_cast<size_t>(layers))
+      std::memcpy(data.data(), parts_.model.params(static_cast<int>(i)), sizes_[i] * sizeof(float));
+    else
+      parts_.tiers.copy_out(static_cast<int>(i) - layers, data.data());
+  }
+}
+
+void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s) {
   auto& v = image_.values;
   v.clear();
   v["train.step"] = {static_cast<double>(step)};
@@ -143,7 +165,8 @@ Manifest Checkpointer::manifest_for(int64_t step, int64_t tokens, double elapsed
 void Checkpointer::write_and_commit() {
   Timer t;
   const std::string dir = commit_checkpoint(root(), pending_, [&](const std::string& tmp) {
-    write_image((fs::path(tmp) / kRankFile).string(), image_);
+    write_image((fs::path(tmp) / kRankFile).string(), image_,
+                async_ ? ImageSource() : ImageSource([this](size_t i) { return live(i); }));
     return std::vector<std::string>{kRankFile};
   });
   size_t bytes = 0;
@@ -170,7 +193,21 @@ void Checkpointer::finish() {
 void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s) {
   Timer hold;
   finish();   // the previous write, and its error
-  capture(step, tokens, elapsed_s);
+  lay_out();
+  if (!decided_) {
+    decided_ = true;
+    size_t bytes = 0;
+    for (size_t n : sizes_) bytes += n * sizeof(float);
+    const double available = available_memory_bytes();
+    if (async_ && available > 0 && static_cast<double>(bytes) > 0.5 * available) {
+      std::fprintf(stderr, "asteria-train: note: checkpoint.async: a copy of the state (%.2f GiB) would take more than "
+                   "half the memory available (%.2f GiB); checkpoints are written in the step, from the state itself\n",
+                   bytes / 1073741824.0, available / 1073741824.0);
+      async_ = false;
+    }
+  }
+  capture_values(step, tokens, elapsed_s);
+  if (async_) stage();
   auto write = [this] {
     try {
       write_and_commit();
@@ -202,7 +239,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
     fail(dir, ": written by ", m.world_size, " ranks; loading at another world size comes with multi-rank training");
   verify_files(dir, m);
   lay_out();
-  read_image(file, image_);   // every tensor and value checked before anything changes
+  check_image(file, image_);   // every tensor's shape and every value, before anything changes
   const auto value = [&](const std::string& name, size_t n) -> const std::vector<double>& {
     return image_value(image_, name, n, file);
   };
@@ -246,15 +283,15 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
   } else if (image_.values.count("shadow.open.count") && value("shadow.open.count", 1)[0] > 0) {
     fail(file, ": holds refreshes in flight of runtime.mode asteria; resume it in asteria mode");
   }
-  // Everything read and checked: now the run changes.
+  // Everything checked: now the run changes.
   parts_.optimizer.restore_counters(counters);
-  Model<float>& model = parts_.model;
-  size_t i = 0;
-  for (int l = 0; l < model.num_layers(); ++l, ++i)
-    std::memcpy(model.params(l), image_.buffers[i].data.data(), model.table(l).numel * sizeof(float));
-  const TierLayout& layout = parts_.tiers.layout();
-  for (int id = 0; id < static_cast<int>(layout.states.size()); ++id, ++i)
-    parts_.tiers.copy_in(id, image_.buffers[i].data.data());
+  const int layers = parts_.model.num_layers();
+  read_tensors(file, image_, [&](size_t i, const float* data) {
+    if (i < static_cast<size_t>(layers))
+      std::memcpy(parts_.model.params(static_cast<int>(i)), data, sizes_[i] * sizeof(float));
+    else
+      parts_.tiers.copy_in(static_cast<int>(i) - layers, data);
+  });
   parts_.loader.restore({static_cast<uint64_t>(pos[0]), static_cast<uint64_t>(pos[1])});
   if (parts_.shadow) parts_.shadow->restore_open_refreshes(open);
   return {step, value("train.elapsed_s", 1)[0], dir};

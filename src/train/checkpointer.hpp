@@ -5,17 +5,19 @@
 // elapsed time, and the shadow pipeline's open refreshes with their publish steps. The LR is a
 // function of the step; nothing else in a run draws random numbers (init uses the seed once).
 //
-// save(step) runs at a step boundary (every lane idle). It copies the state into the image
-// (allocated at the first save and reused), which is the time the step is held
-// (checkpoint_s); with checkpoint.async the files are then written and committed on the
-// checkpoint thread while training goes on (checkpoint_write_s), and the next save first waits
-// for the previous write. Without async the write happens in the step. (Either way the image is
-// one copy of the state in memory; writing straight from the state, for runs whose state does
-// not fit twice, is left to the single-machine 1B issue.) Retention (checkpoint.keep / keep_every) runs after
-// each commit. A failed write is reported at the next save or at finish().
+// save(step) runs at a step boundary (every lane idle). With checkpoint.async it copies the
+// state into the image (allocated at the first save and reused), which is the time the step is
+// held (checkpoint_s); the files are then written and committed on the checkpoint thread while
+// training goes on (checkpoint_write_s), and the next save first waits for the previous write.
+// The copy needs memory for the whole state: when it would take more than half the memory
+// available at the first save, or without async, the files are written in the step straight
+// from where the state lives (parameters, device and host tiers in place; disk-tier state
+// through one buffer of its largest tensor), so a checkpoint never needs a second copy of the
+// state. Retention (checkpoint.keep / keep_every) runs after each commit. A failed write is
+// reported at the next save or at finish().
 //
-// restore(dir) verifies the checkpoint (manifest, file sizes and checksums, every tensor and
-// its shape) into the image before it changes anything, then loads it into the run.
+// restore(dir) checks the checkpoint (manifest, file sizes and checksums, every tensor with its
+// shape, every value) before it changes anything, then reads it tensor by tensor into the run.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -71,9 +73,11 @@ class Checkpointer {
 
  private:
   struct Writer;
-  void lay_out();                  // the image's buffers and pieces (once)
-  void capture(int64_t step, int64_t tokens, double elapsed_s);
-  void write_and_commit();         // from the image
+  void lay_out();                  // the image's buffers and pieces (once; no data)
+  void capture_values(int64_t step, int64_t tokens, double elapsed_s);
+  void stage();                    // copies the tensors into the image (async)
+  const float* live(size_t buffer);   // where buffer i is now (direct writes)
+  void write_and_commit();
   Manifest manifest_for(int64_t step, int64_t tokens, double elapsed_s) const;
 
   const Config& cfg_;
@@ -83,6 +87,9 @@ class Checkpointer {
   Manifest pending_;               // of the image being written
   bool laid_out_ = false;
   bool async_;
+  bool decided_ = false;           // async_ settled against the memory available
+  std::vector<float> scratch_;
+  std::vector<size_t> sizes_;      // floats of each image buffer     // direct writes: a disk-tier state on its way to the file
   CheckpointTimes times_;
   std::unique_ptr<Writer> writer_;
 };

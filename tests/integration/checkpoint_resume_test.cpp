@@ -3,7 +3,7 @@
 // the resumed run.dir reads as one run) and the final parameters must be identical bit for bit,
 // for every optimizer, native and asteria (root jobs in flight across the checkpoint, on the
 // compute lane and on workers; a checkpoint at a refresh step), grad accumulation, state on the
-// disk tier, and synchronous and asynchronous writes.
+// disk tier, and asynchronous writes (from a copy) and synchronous ones (straight from each tier).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -104,5 +104,10 @@ INSTANTIATE_TEST_SUITE_P(
         ResumeCase{"soap_asteria_stagger", "soap", {"runtime.mode=asteria", "runtime.shadow.delay=2", "runtime.stagger=true"}},
         ResumeCase{"grad_accum_2", "soap", {"train.grad_accum=2"}},
         ResumeCase{"disk_tier", "soap", disk_tier_sets()},
+        ResumeCase{"disk_tier_written_from_the_tiers", "kl_shampoo", [] {
+                     std::vector<std::string> s = disk_tier_sets();
+                     s.push_back("checkpoint.async=false");   // no copy: straight from each tier
+                     return s;
+                   }()},
         ResumeCase{"synchronous_writes", "shampoo", {"checkpoint.async=false", "checkpoint.every=2"}}),
     [](const auto& info) { return std::string(info.param.name); });
