@@ -115,14 +115,17 @@ struct Trainer::Impl {
     ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
                   "made by `asteria-data encode`)");
     resume_dir = resolve_resume(cfg);
-    if (cfg.checkpoint.resume == "latest" && resume_dir.empty())
+    // --resume latest with no checkpoint yet (a job stopped before its first one, requeued with
+    // the same command) starts the run again from scratch.
+    const bool restart = cfg.checkpoint.resume == "latest" && resume_dir.empty();
+    if (restart)
       std::fprintf(stderr, "asteria-train: note: no checkpoint under %s/checkpoints; starting fresh\n", cfg.run.dir.c_str());
     if (!resume_dir.empty()) {
       // The checkpoint and its config first: a refused resume changes nothing.
       const Manifest m = read_manifest((fs::path(resume_dir) / "manifest.json").string());
       const Config saved = load_config_text(m.config, resume_dir + "/manifest.json");
       check_resume_compatible(saved, cfg, m, resume_dir);
-    } else if (!cfg.run.overwrite && fs::exists(fs::path(cfg.run.dir) / "metrics.jsonl")) {
+    } else if (!cfg.run.overwrite && !restart && fs::exists(fs::path(cfg.run.dir) / "metrics.jsonl")) {
       fail("run.dir '", cfg.run.dir, "' already holds a run (metrics.jsonl); choose another run.dir, "
            "set run.overwrite=true, or resume it (--resume latest)");
     }
