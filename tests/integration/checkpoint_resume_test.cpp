@@ -76,18 +76,8 @@ TEST_P(Resume, StoppedAndResumedEqualsStraightBitForBit) {
 // The disk-tier case: a quarter of the state on the host, the rest on disk (as in tiers_test).
 std::vector<std::string> disk_tier_sets() {
   TempDir d("resume-layout");
-  std::vector<std::string> sets = asteria::testing::short_second_order_sets(d, "soap", 10);
-  const TierLayout in_memory =
-      configured_tier_layout(load_config_text("seed: 9\nmodel:\n  preset: tiny\n  n_layers: 2\n", "r.yaml", sets));
-  size_t total = 0, largest = 0;
-  for (const auto& ids : in_memory.by_layer) {
-    size_t layer = 0;
-    for (int id : ids) layer += in_memory.states[id].slot;
-    largest = std::max(largest, layer);
-    total += layer;
-  }
-  return {"runtime.tiers.device.bytes=" + std::to_string(largest), "runtime.tiers.host.bytes=" + std::to_string(total / 4),
-          "runtime.tiers.prefetch_distance=0"};
+  return asteria::testing::quarter_host_rest_disk(load_config_text(
+      "seed: 9\nmodel:\n  preset: tiny\n  n_layers: 2\n", "r.yaml", asteria::testing::short_second_order_sets(d, "soap", 10)));
 }
 
 // Refreshes every 3 steps from step 2 (short_second_order_sets): SOAP and KL-Shampoo refresh at

@@ -44,20 +44,9 @@ class Tiers : public ::testing::TestWithParam<const char*> {
 }  // namespace
 
 TEST_P(Tiers, QuarterOnTheHostRestOnDiskIsBitIdenticalAndWithinBudget) {
-  // Budgets from the in-memory layout: the device holds the largest layer's state (prefetch
-  // distance 0: one layer in flight), the host a quarter of all of it; the rest goes to disk.
-  const TierLayout in_memory = configured_tier_layout(config({}));
-  size_t total = 0, largest_layer = 0;
-  for (const auto& ids : in_memory.by_layer) {
-    size_t layer = 0;
-    for (int id : ids) layer += in_memory.states[id].slot;
-    largest_layer = std::max(largest_layer, layer);
-    total += layer;
-  }
-  const size_t device = largest_layer, host = total / 4;
-  const std::vector<std::string> tiers = {"runtime.tiers.device.bytes=" + std::to_string(device),
-                                          "runtime.tiers.host.bytes=" + std::to_string(host),
-                                          "runtime.tiers.prefetch_distance=0"};
+  size_t total = 0;
+  const std::vector<std::string> tiers = asteria::testing::quarter_host_rest_disk(config({}), &total);
+  const size_t host = total / 4;
   const TierLayout layout = configured_tier_layout(config(tiers));
   ASSERT_GT(layout.host_bytes, 0u);
   ASSERT_LE(layout.host_bytes, host);

@@ -6,6 +6,7 @@
 
 #include "test_util.hpp"
 #include "train/config.hpp"
+#include "train/tier_config.hpp"
 #include "train/trainer.hpp"
 
 namespace asteria::testing {
@@ -26,6 +27,23 @@ inline std::vector<std::string> short_second_order_sets(const TempDir& dir, cons
           "optim.start_preconditioning_step=2",
           "optim.root_eps=1e-8",
           "optim.kl_init_factor=1e-3"};
+}
+
+// Tier budgets that put a quarter of cfg's optimizer state on the host and the rest on disk:
+// the device holds the largest layer's state (prefetch distance 0: one layer in flight), the
+// host a quarter of all of it. `total` receives the in-memory total.
+inline std::vector<std::string> quarter_host_rest_disk(const Config& cfg, size_t* total_out = nullptr) {
+  const TierLayout in_memory = configured_tier_layout(cfg);
+  size_t total = 0, largest_layer = 0;
+  for (const auto& ids : in_memory.by_layer) {
+    size_t layer = 0;
+    for (int id : ids) layer += in_memory.states[id].slot;
+    largest_layer = std::max(largest_layer, layer);
+    total += layer;
+  }
+  if (total_out) *total_out = total;
+  return {"runtime.tiers.device.bytes=" + std::to_string(largest_layer),
+          "runtime.tiers.host.bytes=" + std::to_string(total / 4), "runtime.tiers.prefetch_distance=0"};
 }
 
 // Trains `cfg` and returns the final parameters of all layers, concatenated.
