@@ -45,6 +45,7 @@ class LocalCommunicator final : public Communicator {
     return {};
   }
   Request all_reduce(double*, size_t, std::string) override { return {}; }
+  Request all_reduce(float*, size_t, std::string) override { return {}; }
   Request broadcast(void*, size_t, int root, std::string label) override {
     ASTERIA_CHECK(root == 0, label, ": broadcast from rank ", root, " of 1");
     return {};

@@ -58,6 +58,7 @@ class Communicator {
   virtual Request all_gather(const float* send, size_t count, float* recv, std::string label) = 0;
   virtual Request reduce_scatter(const float* send, float* recv, size_t count, std::string label) = 0;
   virtual Request all_reduce(double* data, size_t count, std::string label) = 0;   // sum
+  virtual Request all_reduce(float* data, size_t count, std::string label) = 0;    // sum
   virtual Request broadcast(void* data, size_t bytes, int root, std::string label) = 0;
   virtual Request send(const void* data, size_t bytes, int dest, int tag, std::string label) = 0;
   virtual Request recv(void* data, size_t bytes, int src, int tag, std::string label) = 0;

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.hpp"
@@ -56,6 +57,12 @@ class MpiCommunicator final : public Communicator {
   Request all_reduce(double* data, size_t count, std::string label) override {
     auto r = std::make_unique<MpiRequest>();
     check(MPI_Iallreduce(MPI_IN_PLACE, data, int_count(count, label), MPI_DOUBLE, MPI_SUM, comm_, &r->req),
+          "MPI_Iallreduce", label);
+    return {std::move(r), std::move(label)};
+  }
+  Request all_reduce(float* data, size_t count, std::string label) override {
+    auto r = std::make_unique<MpiRequest>();
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, int_count(count, label), MPI_FLOAT, MPI_SUM, comm_, &r->req),
           "MPI_Iallreduce", label);
     return {std::move(r), std::move(label)};
   }
@@ -114,6 +121,13 @@ bool launched_with_several_ranks() {
     if (v && std::atoi(v) > 1) return true;
   }
   return false;
+}
+
+void abort_all_ranks(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
 }
 
 std::unique_ptr<Communicator> make_mpi_world_communicator() {

@@ -22,6 +22,10 @@ class MpiSession {
 // launchers' environment), before MPI is initialized.
 bool launched_with_several_ranks();
 
+// Ends every rank of the job now with `code` (MPI_Abort): a failing rank must not leave the others
+// waiting in a collective.
+[[noreturn]] void abort_all_ranks(int code);
+
 // A duplicate of MPI_COMM_WORLD.
 std::unique_ptr<Communicator> make_mpi_world_communicator();
 
