@@ -392,13 +392,9 @@ struct Trainer::Impl {
         rec["eval_s"] = te.seconds();
         result.final_eval_loss = eval_loss;
       }
-      // A checkpoint every checkpoint.every steps, at the last step, and when a signal asks.
-      const int sig = shared[1] > 0 ? (signals.pending() ? signals.pending() : SIGTERM) : 0;
-      if (checkpointer && cfg.checkpoint.enabled && writer() &&
-          ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
-        checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds());
-        result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
-      }
+      // The step's metrics line first: a checkpoint of step N always finds lines 1..N written,
+      // so a resumed metrics.jsonl (cut back to N) never misses one. The checkpoint times of
+      // the last save (the hold between it and this step) go on this line.
       if (checkpointer) {
         const CheckpointTimes ct = checkpointer->take_times();
         if (ct.hold_s > 0) rec["checkpoint_s"] = ct.hold_s;
@@ -409,6 +405,13 @@ struct Trainer::Impl {
       }
       metrics.write(rec);
       if (writer()) progress.update(step, loss, tps, elapsed0 + wall.seconds(), eval_loss);
+      // A checkpoint every checkpoint.every steps, at the last step, and when a signal asks.
+      const int sig = shared[1] > 0 ? (signals.pending() ? signals.pending() : SIGTERM) : 0;
+      if (checkpointer && cfg.checkpoint.enabled && writer() &&
+          ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
+        checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds());
+        result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
+      }
       result.final_loss = loss;
       result.last_step = step;
       if (sig) {
