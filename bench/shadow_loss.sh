@@ -6,31 +6,35 @@
 #   bench/shadow_loss.sh [STEPS] [THREADS] [SEED]      (defaults 400, 0 = all cores, 0)
 # Another seed (initialization and data order) shows how much of a difference is run-to-run.
 # ASTERIA_BENCH_RUNS="native asteria-d2" trains only those runs (the summary covers the runs
-# present in the output folder). ASTERIA_BENCH_SETS="key=value ..." applies to every run.
+# present in the raw folder). ASTERIA_BENCH_SETS="key=value ..." applies to every run.
 # The asteria runs publish synchronously during the lr warm-up (runtime.shadow.sync_steps
 # defaults to train.warmup_steps); asteria-d4-nosync shows D = 4 without it.
+# Raw runs (run.dir of each training: metrics.jsonl, config.yaml, run_info.json) go under
+# runs/bench/<results folder name>/ (gitignored; ASTERIA_BENCH_RAW overrides); bench/results/ gets
+# the summaries and plots only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-400}
 THREADS=${2:-0}
 SEED=${3:-0}
 OUT=${ASTERIA_BENCH_OUT:-bench/results/shadow-loss-$(date +%Y%m%d-%H%M)}
+RAW=${ASTERIA_BENCH_RAW:-runs/bench/$(basename "$OUT")}
 scripts/setup.sh >/dev/null
 scripts/prepare_data.sh 4096 >/dev/null
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$RAW"
 RUNS=${ASTERIA_BENCH_RUNS:-native native-stagger asteria-d1 asteria-d2 asteria-d4}
 run() {  # NAME [SETS...]; with ASTERIA_BENCH_REUSE=1 a finished run of STEPS steps is kept
   local name=$1
   shift
   [[ " $RUNS " == *" $name "* ]] || return 0
-  if [[ ${ASTERIA_BENCH_REUSE:-0} == 1 && -f $OUT/$name/metrics.jsonl &&
-        $(wc -l < "$OUT/$name/metrics.jsonl") -eq $STEPS ]]; then
-    echo "reusing $OUT/$name"
+  if [[ ${ASTERIA_BENCH_REUSE:-0} == 1 && -f $RAW/$name/metrics.jsonl &&
+        $(wc -l < "$RAW/$name/metrics.jsonl") -eq $STEPS ]]; then
+    echo "reusing $RAW/$name"
     return
   fi
   local sets=()
   for s in ${ASTERIA_BENCH_SETS:-} "$@"; do sets+=(--set "$s"); done
-  build/bin/asteria-train --config configs/bench-small-soap.yaml --set "run.dir=$OUT/$name" --set "train.steps=$STEPS" \
+  build/bin/asteria-train --config configs/bench-small-soap.yaml --set "run.dir=$RAW/$name" --set "train.steps=$STEPS" \
     --set run.overwrite=true --set train.eval_every=25 --set "runtime.threads=$THREADS" --set "seed=$SEED" \
     "${sets[@]}" | tail -1
 }
@@ -45,10 +49,10 @@ run asteria-d4-nosync runtime.mode=asteria runtime.stagger=true runtime.shadow.d
   runtime.shadow.sync_steps=0
 py=/usr/bin/python3
 present=()
-for r in native-stagger asteria-d1 asteria-d2 asteria-d4 asteria-d4-nosync; do [[ -f $OUT/$r/metrics.jsonl ]] && present+=("$OUT/$r"); done
+for r in native-stagger asteria-d1 asteria-d2 asteria-d4 asteria-d4-nosync; do [[ -f $RAW/$r/metrics.jsonl ]] && present+=("$RAW/$r"); done
 {
-  $py bench/summarize_runs.py --baseline "$OUT/native" "${present[@]}" --json "$OUT/summary.json"
-  $py - "$OUT" <<'PY'
+  $py bench/summarize_runs.py --baseline "$RAW/native" "${present[@]}" --json "$OUT/summary.json"
+  $py - "$RAW" <<'PY'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
 def final_eval(run):
@@ -70,4 +74,4 @@ PY
 } | tee "$OUT/summary.txt"
 labels=native
 for r in "${present[@]}"; do labels+=",${r##*/}"; done
-$py scripts/plot_metrics.py "$OUT"/native "${present[@]}" --out "$OUT/plots" --labels "$labels" >/dev/null
+$py scripts/plot_metrics.py "$RAW"/native "${present[@]}" --out "$OUT/plots" --labels "$labels" >/dev/null

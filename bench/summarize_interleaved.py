@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""Summarizes bench/profile_interleaved.sh: runs OUT/NAME-rR (R = 1..ROUNDS) of each NAME.
+"""Summarizes bench/profile_interleaved.sh: runs RUNS/NAME-rR (R = 1..ROUNDS) of each NAME.
 
-usage: summarize_interleaved.py OUT ROUNDS SKIP PERIOD NAME [NAME ...]
+usage: summarize_interleaved.py RUNS ROUNDS SKIP PERIOD NAME [NAME ...] [--out OUT]
+
+OUT (default RUNS) receives the summary and the plot; the runs are only read.
 
 The first NAME is the baseline (AdamW). Per NAME, over the step times of all rounds after the
 first SKIP steps of each run: median, mean, p99, max, max/median; the steady profile (each step's
@@ -29,9 +31,17 @@ def step_times(out, name, r, skip):
 
 
 def main():
-    out, rounds, skip, period = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    names = sys.argv[5:]
-    runs = {n: [step_times(out, n, r, skip) for r in range(1, rounds + 1)] for n in names}
+    args = sys.argv[1:]
+    out_dir = None
+    if "--out" in args:
+        i = args.index("--out")
+        out_dir = pathlib.Path(args[i + 1])
+        del args[i:i + 2]
+    src, rounds, skip, period = pathlib.Path(args[0]), int(args[1]), int(args[2]), int(args[3])
+    names = args[4:]
+    out = out_dir or src
+    out.mkdir(parents=True, exist_ok=True)
+    runs = {n: [step_times(src, n, r, skip) for r in range(1, rounds + 1)] for n in names}
     mean = {n: [statistics.fmean(t.values()) for t in runs[n]] for n in names}
     base = names[0]
     rows = []

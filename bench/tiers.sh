@@ -9,24 +9,28 @@
 #     43.5 MiB, so only prefetch distance 0 fits: device 40 MiB + host 3.5 MiB);
 #   bench-small with 12 blocks (490 MiB of state; device 120 MiB + host 2.5 MiB = a quarter),
 #     at prefetch distance 0 and 1 (and 2 with a larger device budget).
+# Raw runs (run.dir of each training: metrics.jsonl, config.yaml, run_info.json, and /usr/bin/time -v's NAME.time) go under
+# runs/bench/<results folder name>/ (gitignored; ASTERIA_BENCH_RAW overrides); bench/results/ gets
+# the summaries and plots only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-60}
 THREADS=${2:-0}
 OUT=${ASTERIA_BENCH_OUT:-bench/results/tiers-$(date +%Y%m%d-%H%M)}
+RAW=${ASTERIA_BENCH_RAW:-runs/bench/$(basename "$OUT")}
 scripts/setup.sh >/dev/null
 scripts/prepare_data.sh 4096 >/dev/null
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$RAW"
 py=/usr/bin/python3
 run() {  # NAME [SETS...]: trains, records peak RSS (KiB) from /usr/bin/time -v
   local name=$1
   shift
   local sets=()
   for s in "$@"; do sets+=(--set "$s"); done
-  /usr/bin/time -v -o "$OUT/$name.time" build/bin/asteria-train --config configs/bench-small-soap.yaml \
-    --set "run.dir=$OUT/$name" --set "train.steps=$STEPS" --set run.overwrite=true --set train.eval_every=0 \
+  /usr/bin/time -v -o "$RAW/$name.time" build/bin/asteria-train --config configs/bench-small-soap.yaml \
+    --set "run.dir=$RAW/$name" --set "train.steps=$STEPS" --set run.overwrite=true --set train.eval_every=0 \
     --set data.eval= --set train.warmup_steps=10 --set "runtime.threads=$THREADS" \
-    --set "runtime.tiers.disk.path=$OUT/disk" "${sets[@]}" | tail -1
+    --set "runtime.tiers.disk.path=$RAW/disk" "${sets[@]}" | tail -1
 }
 run small-memory
 run small-disk-d0 runtime.tiers.device.bytes=40MiB runtime.tiers.host.bytes=3.5MiB runtime.tiers.prefetch_distance=0
@@ -45,20 +49,20 @@ build/bin/asteria-train --config configs/bench-small-soap.yaml --dry-run | grep 
 build/bin/asteria-train --config configs/bench-small-soap.yaml --set model.n_layers=12 --dry-run |
   grep -A8 "state placement" > "$OUT/placement-deep.txt"
 
-$py - "$OUT" "$STEPS" <<'PY' | tee "$OUT/summary.txt"
+$py - "$OUT" "$STEPS" "$RAW" <<'PY' | tee "$OUT/summary.txt"
 import json, pathlib, re, statistics, sys
-out, steps = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+out, steps, raw = pathlib.Path(sys.argv[1]), int(sys.argv[2]), pathlib.Path(sys.argv[3])
 skip = 8   # warm-up and the first eigendecompositions
 def budget_mib(name):
-    cfg = (out / name / "config.yaml").read_text()
+    cfg = (raw / name / "config.yaml").read_text()
     mib = []
     for tier in ("device", "host"):
         v = re.search(tier + r':\n\s+bytes: "([^"]+)"', cfg).group(1)
         mib.append(float(v[:-3]) if v.endswith("MiB") else float("inf"))
     return mib
 def load(name):
-    rows = [json.loads(l) for l in open(out / name / "metrics.jsonl")]
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", (out / f"{name}.time").read_text()).group(1))
+    rows = [json.loads(l) for l in open(raw / name / "metrics.jsonl")]
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", (raw / f"{name}.time").read_text()).group(1))
     body = [r for r in rows if r["step"] > skip]
     t = [r["step_time_s"] for r in body]
     moved = sum(sum(r["tier_moved_bytes"].values()) for r in body) / len(body)
@@ -78,7 +82,7 @@ for model in ("small", "deep"):
     print(f"\n{model}: optimizer state {state:.1f} MiB")
     print(f"  {'run':16} {'mean s':>8} {'median':>8} {'max':>8} {'vs mem':>7} {'stall s':>8} {'staging s':>9} "
           f"{'moved MiB':>9} {'dev peak MiB':>12} {'peak RSS MiB':>12}")
-    names = [f"{model}-memory"] + sorted(p.name for p in out.iterdir() if p.name.startswith(f"{model}-disk") and p.is_dir())
+    names = [f"{model}-memory"] + sorted(p.name for p in raw.iterdir() if p.name.startswith(f"{model}-disk") and p.is_dir())
     for n in names:
         r = base if n == f"{model}-memory" else load(n)
         r["ratio"] = r["mean"] / base["mean"]
@@ -94,5 +98,5 @@ for model in ("small", "deep"):
 (out / "summary.json").write_text(json.dumps(summary, indent=1))
 PY
 echo "threads=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}" | tee -a "$OUT/summary.txt"
-$py scripts/plot_metrics.py "$OUT"/small-memory "$OUT"/small-disk-d0 "$OUT"/deep-memory "$OUT"/deep-disk-d{0,1,2} \
+$py scripts/plot_metrics.py "$RAW"/small-memory "$RAW"/small-disk-d0 "$RAW"/deep-memory "$RAW"/deep-disk-d{0,1,2} \
   --out "$OUT/plots" --labels small-memory,small-disk-d0,deep-memory,deep-disk-d0,deep-disk-d1,deep-disk-d2 >/dev/null

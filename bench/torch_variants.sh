@@ -5,7 +5,9 @@
 #      one process so that load from other users hits them alike;
 #   2. process setups (tcmalloc or not, OpenMP or pthread OpenBLAS, 2 or 1 threads) with the best
 #      in-process variant, run in interleaved rounds; medians over rounds.
-# Writes bench/results/torch-variants-<date>.json (one JSON line per run) and prints a summary.
+# Raw output: runs/bench-torch-variants-<date>/raw.jsonl (one JSON line per run, gitignored); the
+# summary (bench/summarize_torch_variants.py) is printed and written to
+# bench/results/torch-variants/summary-<date>.txt.
 # Usage: bench/torch_variants.sh [ROUNDS (default 2)] [STEPS (default 8)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,8 +16,10 @@ STEPS=${2:-8}
 PY=/usr/bin/python3
 TCMALLOC=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4
 LIB=/usr/lib/x86_64-linux-gnu
-mkdir -p bench/results
-OUT=bench/results/torch-variants-$(date +%Y%m%d-%H%M%S).json
+STAMP=$(date +%Y%m%d-%H%M%S)
+mkdir -p bench/results/torch-variants runs/bench-torch-variants-$STAMP
+OUT=runs/bench-torch-variants-$STAMP/raw.jsonl
+SUMMARY=bench/results/torch-variants/summary-$STAMP.txt
 : > "$OUT"
 echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-(unset)}"
 echo "stage 1: in-process variants (tcmalloc, OpenMP OpenBLAS, 2 threads), $ROUNDS rounds x $STEPS steps"
@@ -25,24 +29,7 @@ for r in $(seq "$ROUNDS"); do
     --variant maskfill-forloop-torch maskfill-foreach-foreach baddbmm-foreach-foreach \
               sdpa-foreach-foreach baddbmm-forloop-torch >> "$OUT"
 done
-BEST=$($PY - "$OUT" <<'EOF'
-import json, sys, statistics, collections
-# Score = tokens/s relative to the mean of its round (the variants of one round ran
-# step-interleaved in one process, so load from other users cancels out of the ratio).
-rounds = collections.defaultdict(dict)
-for line in open(sys.argv[1]):
-    j = json.loads(line)
-    rounds[j["tag"]][j["variant"]] = j["tokens_per_s"]
-score = collections.defaultdict(list)
-for vs in rounds.values():
-    mean = sum(vs.values()) / len(vs)
-    for v, t in vs.items():
-        score[v].append(t / mean)
-for v in sorted(score, key=lambda v: -statistics.median(score[v])):
-    print(f"  {v:28s} relative score {statistics.median(score[v]):.3f}", file=sys.stderr)
-print(max(score, key=lambda v: statistics.median(score[v])))
-EOF
-)
+BEST=$($PY bench/summarize_torch_variants.py "$OUT" --best)
 echo "best in-process variant: $BEST"
 echo "stage 2: process setups, $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
@@ -54,18 +41,8 @@ for r in $(seq "$ROUNDS"); do
       --tag "stage2 round$r malloc=$1 blas=$2 threads=$3" --variant "$BEST" >> "$OUT"
   done
 done
-$PY - "$OUT" <<'EOF'
-import json, sys, statistics, collections
-runs = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    j = json.loads(line)
-    key = j["tag"].split(" ", 2)[0] + " " + j["variant"] + " " + " ".join(j["tag"].split(" ")[2:])
-    runs[key].append(j)
-print(f"{'setup':75s} {'tok/s med':>9s} {'(runs)':>24s} fwd_s  bwd_s  optim_s")
-for k, v in runs.items():
-    tps = [j["tokens_per_s"] for j in v]
-    print(f"{k:75s} {statistics.median(tps):9.0f} {str([round(x) for x in tps]):>24s} "
-          f"{statistics.median(j['fwd_s'] for j in v):.3f}  {statistics.median(j['bwd_s'] for j in v):.3f}  "
-          f"{statistics.median(j['optim_s'] for j in v):.3f}")
-EOF
-echo "written: $OUT"
+{
+  $PY bench/summarize_torch_variants.py "$OUT"
+  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-(unset)}"
+} | tee "$SUMMARY"
+echo "written: $SUMMARY (raw: $OUT)"
