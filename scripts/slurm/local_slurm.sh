@@ -7,7 +7,8 @@
 # key and socket, slurm.conf, state, spool, logs, pid files and env.sh, which callers source
 # (SLURM_CONF etc.). Runs as root, without systemd and without cgroups; nothing outside STATE_DIR
 # is written. The node has nproc CPUs (ASTERIA_SLURM_CPUS overrides: more slots than cores); a
-# job with more tasks than CPUs needs --overcommit (-O). Several STATE_DIRs can run side by side (each start picks free ports).
+# job with more tasks than CPUs needs --overcommit (-O). Several STATE_DIRs can run side by side
+# (each start picks free ports); start and stop of one STATE_DIR take turns (a lock file).
 set -euo pipefail
 
 usage() { echo "usage: $0 start|stop|status [STATE_DIR]" >&2; exit 2; }
@@ -190,7 +191,7 @@ EOF
 # daemon itself; the daemon's own pid file, once written, is checked against it.
 launch() {
   local name=$1; shift
-  setsid "$@" </dev/null >>"$STATE/log/$name.out" 2>&1 &
+  setsid "$@" </dev/null >>"$STATE/log/$name.out" 2>&1 9>&- &
   local pid=$! i
   echo "$pid" >"$STATE/pids/$name.pid"
   # Until the exec, the child is a copy of this shell, whose command line live_pid rejects.
@@ -259,17 +260,24 @@ probe_batch_job() {
   fi
 }
 
+# One start or stop of a STATE_DIR at a time (fd 9, closed in the daemons).
+lock_state() {
+  exec 9>"$STATE/.lock"
+  flock -w 120 9 || die "another start/stop of $STATE holds $STATE/.lock"
+}
+
 node_state() { timeout 10 sinfo -h -N -o %T 2>/dev/null | head -n 1; }
 
 do_start() {
   [[ $(id -u) -eq 0 ]] || die "run as root (slurmd runs as root, munged as user munge)"
   local b
-  for b in munged mungekey munge unmunge slurmctld slurmd sinfo squeue setpriv setsid; do
+  for b in munged mungekey munge unmunge slurmctld slurmd sinfo squeue sbatch scontrol setpriv setsid flock; do
     command -v "$b" >/dev/null || die "$b not found: install slurm-wlm and munge (scripts/setup.sh does)"
   done
   id munge >/dev/null 2>&1 || die "user munge missing (the munge package creates it)"
   mkdir -p "$STATE"
   abs_state
+  lock_state
 
   local name alive=0
   for name in "${DAEMONS[@]}"; do live_pid "$name" >/dev/null && alive=$((alive + 1)); done
@@ -335,6 +343,7 @@ EOF
 do_stop() {
   abs_state
   [[ -d $STATE ]] || { say "nothing to stop: $STATE does not exist"; return 0; }
+  lock_state
   if stop_daemons; then say "stopped the cluster of $STATE"; else say "not running from $STATE"; fi
 }
 
