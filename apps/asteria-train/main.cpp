@@ -10,24 +10,11 @@
 #include <iostream>
 
 #include "core/error.hpp"
+#include "fsdp/mpi_communicator.hpp"
+#include "fsdp/topology.hpp"
 #include "train/config.hpp"
 #include "train/dry_run.hpp"
 #include "train/trainer.hpp"
-
-namespace {
-
-// Multi-rank training is a later issue: refuse a launch with several ranks instead of having
-// every rank train the same model alone.
-void refuse_multi_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
-    const char* v = std::getenv(var);
-    if (v && std::atoi(v) > 1)
-      asteria::fail("launched with ", v, " ranks (", var, "), but multi-rank training is not built "
-                    "yet in this version of asteria-train; run one process");
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"asteria-train: train an OLMo-style language model"};
@@ -49,6 +36,15 @@ int main(int argc, char** argv) {
   app.add_option("--plan-step", plan_step, "the step whose plan --print-plan prints")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
+  // Launched by mpirun / srun with several ranks: MPI for the whole run (the session outlives
+  // the communicators). A rank that fails ends every rank (MPI_Abort) instead of leaving them
+  // waiting in a collective.
+  std::unique_ptr<asteria::MpiSession> mpi;
+  std::unique_ptr<asteria::Communicator> world;
+  auto fail_with = [&](int code) {
+    if (world && world->size() > 1) asteria::abort_all_ranks(code);
+    return code;
+  };
   try {
     if (!resume.empty()) overrides.push_back("checkpoint.resume=" + resume);
     asteria::Config cfg = asteria::load_config(config_path, overrides);
@@ -61,9 +57,13 @@ int main(int argc, char** argv) {
       std::cout << asteria::describe_step_plan(cfg, plan_step);
       return 0;
     }
-    refuse_multi_rank();
-    asteria::Trainer trainer(cfg);
+    if (asteria::launched_with_several_ranks()) {
+      mpi = std::make_unique<asteria::MpiSession>(&argc, &argv);
+      world = asteria::make_mpi_world_communicator();
+    }
+    asteria::Trainer trainer(cfg, world.get());
     asteria::TrainResult r = trainer.run();
+    if (world && world->rank() != 0) return r.signal ? asteria::kExitCheckpointedOnSignal : 0;
     if (r.signal) {
       std::printf("stopped by signal %d after step %lld; checkpoint %s (continue with --resume latest)\n", r.signal,
                   static_cast<long long>(r.last_step), r.checkpoint.c_str());
@@ -75,9 +75,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const asteria::Error& e) {
     std::fprintf(stderr, "asteria-train: error: %s\n", e.what());
-    return 1;
+    return fail_with(1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "asteria-train: internal error: %s\n", e.what());
-    return 2;
+    return fail_with(2);
   }
 }

@@ -1,5 +1,6 @@
 #include "core/hdf5_file.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
 
 #include <algorithm>
@@ -49,6 +50,15 @@ Hdf5File::~Hdf5File() {
 
 void Hdf5File::flush() {
   if (H5Fflush(file_, H5F_SCOPE_GLOBAL) < 0) fail("cannot flush '", path_, "'");
+}
+
+void Hdf5File::start_writeback() {
+  const hid_t fapl = H5Fget_access_plist(file_);
+  const bool sec2 = fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2;
+  if (fapl >= 0) H5Pclose(fapl);
+  void* handle = nullptr;
+  if (!sec2 || H5Fget_vfd_handle(file_, H5P_DEFAULT, &handle) < 0 || !handle) return;
+  sync_file_range(*static_cast<int*>(handle), 0, 0, SYNC_FILE_RANGE_WRITE);   // advisory: errors show at fsync
 }
 
 bool Hdf5File::exists(const std::string& object) const { return path_exists(file_, object); }

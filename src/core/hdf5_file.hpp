@@ -34,6 +34,10 @@ class Hdf5File {
   void write(const std::string& dataset, const std::vector<int64_t>& shape, const double* data);
   void write(const std::string& dataset, const std::vector<int64_t>& shape, const float* data);
   void flush();
+  // Starts writing the file's dirty pages to disk and returns (sync_file_range WRITE; it may wait
+  // while the disk's request queue is full), so the disk works while the caller goes on writing.
+  // Durability still needs fsync. Does nothing for a file not on the default (sec2) driver.
+  void start_writeback();
 
  private:
   std::string path_;

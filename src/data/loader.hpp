@@ -37,8 +37,11 @@ class TrainLoader {
   TrainLoader(const TokenFile& file, int seq_len, uint64_t seed);
   uint64_t num_instances() const { return num_instances_; }
   // Fills `batch` instances into inputs/targets (batch x seq_len each, row-major) and advances;
-  // crosses into the next epoch (new permutation) when this one is exhausted.
-  void next_batch(int batch, int32_t* inputs, int32_t* targets);
+  // crosses into the next epoch (new permutation) when this one is exhausted. With `world`
+  // ranks the next world x batch instances of the global order are the global micro-batch and
+  // rank r takes instances r, r + world, ...: the position stays global (the same on every
+  // rank), so the data of a step does not depend on the world size.
+  void next_batch(int batch, int32_t* inputs, int32_t* targets, int rank = 0, int world = 1);
   LoaderPosition position() const { return pos_; }
   // Continues from a saved position; an index beyond the epoch is an error.
   void restore(const LoaderPosition& pos);

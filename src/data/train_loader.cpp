@@ -10,17 +10,20 @@ TrainLoader::TrainLoader(const TokenFile& file, int seq_len, uint64_t seed)
       num_instances_(count_instances(file, seq_len)),
       order_(epoch_permutation(num_instances_, seed, 0)) {}
 
-void TrainLoader::next_batch(int batch, int32_t* inputs, int32_t* targets) {
+void TrainLoader::next_batch(int batch, int32_t* inputs, int32_t* targets, int rank, int world) {
   ASTERIA_CHECK(batch >= 1, "batch size must be at least 1, got ", batch);
-  for (int b = 0; b < batch; ++b) {
+  ASTERIA_ASSERT(world >= 1 && rank >= 0 && rank < world);
+  for (int g = 0; g < batch * world; ++g) {
     // The rollover happens when the next instance is needed, not after the last one is served,
     // so position() of a finished epoch reads (epoch, num_instances) and restores to the same.
     if (pos_.index == num_instances_) {
       pos_ = LoaderPosition{pos_.epoch + 1, 0};
       order_ = epoch_permutation(num_instances_, seed_, pos_.epoch);
     }
-    const size_t row = static_cast<size_t>(b) * static_cast<size_t>(seq_len_);
-    load_instance(order_[pos_.index], inputs + row, targets + row);
+    if (g % world == rank) {
+      const size_t row = static_cast<size_t>(g / world) * static_cast<size_t>(seq_len_);
+      load_instance(order_[pos_.index], inputs + row, targets + row);
+    }
     ++pos_.index;
   }
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/hdf5_file.hpp"
+#include "train/checkpoint_manifest.hpp"
 
 namespace asteria {
 
@@ -19,6 +20,11 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // "/optim/blocks/<tensor>/<row0>_<col0>/L" -> "/optim/blocks/<tensor>/<row0>_<col0>/block"
 std::string block_dataset(const StatePiece& p) { return "/" + p.name.substr(0, p.name.rfind('/')) + "/block"; }
 
+// Writeback is started every this many bytes written, so the disk writes while write_image goes
+// on filling the page cache, instead of starting at the caller's fsync (or when the kernel's
+// dirty-page threshold is reached).
+constexpr size_t kWritebackBytes = size_t{64} << 20;
+
 }  // namespace
 
 size_t CheckpointImage::bytes() const {
@@ -29,25 +35,36 @@ size_t CheckpointImage::bytes() const {
 }
 
 void write_image(const std::string& path, const CheckpointImage& image, const ImageSource& source) {
-  Hdf5File f(path, Hdf5File::Mode::Create);
-  std::set<std::string> blocks;
-  for (size_t i = 0; i < image.buffers.size(); ++i) {
-    const ImageBuffer& b = image.buffers[i];
-    const float* data = source ? source(i) : b.data.data();
-    for (const StatePiece& p : b.pieces) {
-      ASTERIA_ASSERT(source || p.offset + p.count() <= b.data.size(), "piece ", p.name, " lies outside its buffer");
-      f.write("/" + p.name, p.shape, data + p.offset);
-      if (!p.block.empty() && blocks.insert(block_dataset(p)).second) {
-        const std::vector<double> coords(p.block.begin(), p.block.end());
-        f.write(block_dataset(p), {static_cast<int64_t>(coords.size())}, coords.data());
+  {
+    Hdf5File f(path, Hdf5File::Mode::Create);
+    std::set<std::string> blocks;
+    size_t unsynced = 0;
+    for (size_t i = 0; i < image.buffers.size(); ++i) {
+      const ImageBuffer& b = image.buffers[i];
+      const float* data = source ? source(i) : b.data.data();
+      for (const StatePiece& p : b.pieces) {
+        ASTERIA_ASSERT(source || p.offset + p.count() <= b.data.size(), "piece ", p.name, " lies outside its buffer");
+        f.write("/" + p.name, p.shape, data + p.offset);
+        if (!p.block.empty() && blocks.insert(block_dataset(p)).second) {
+          const std::vector<double> coords(p.block.begin(), p.block.end());
+          f.write(block_dataset(p), {static_cast<int64_t>(coords.size())}, coords.data());
+        }
+        unsynced += p.count() * sizeof(float);
+        if (unsynced >= kWritebackBytes) {
+          f.start_writeback();
+          unsynced = 0;
+        }
       }
     }
-  }
-  for (const auto& [name, v] : image.values) {
-    ASTERIA_ASSERT(name.find('/') == std::string::npos, "value name ", name, " contains '/'");
-    f.write("/values/" + name, {static_cast<int64_t>(v.size())}, v.data());
-  }
-  f.flush();
+    for (const auto& [name, v] : image.values) {
+      ASTERIA_ASSERT(name.find('/') == std::string::npos, "value name ", name, " contains '/'");
+      f.write("/values/" + name, {static_cast<int64_t>(v.size())}, v.data());
+    }
+    f.flush();
+  }   // closed: the file's bytes are final
+  // Its checksum now, from the page cache, while the rest is written back (the commit's
+  // file_xxh3 then does not read the file again).
+  remember_file_xxh3(path);
 }
 
 void check_image(const std::string& path, CheckpointImage& image) {

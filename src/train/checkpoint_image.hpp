@@ -41,7 +41,10 @@ struct CheckpointImage {
 using ImageSource = std::function<const float*(size_t buffer)>;
 
 // Writes the image to `path` (created or truncated) and flushes it; an Error naming the file on
-// failure. The caller fsyncs (checkpoint_store.hpp).
+// failure. The caller fsyncs (checkpoint_store.hpp). While writing it starts the writeback of what
+// it wrote (so the disk works during the write, not only in the caller's fsync), and once the file
+// is closed it checksums it from the page cache (remember_file_xxh3), so the commit's file_xxh3
+// of the unchanged file does not read it back again.
 void write_image(const std::string& path, const CheckpointImage& image, const ImageSource& source = nullptr);
 
 // Reading, in two passes so that a reader can refuse a checkpoint before it changes anything:

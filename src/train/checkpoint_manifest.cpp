@@ -1,12 +1,16 @@
 #include "train/checkpoint_manifest.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -39,10 +43,12 @@ void hash_range(int fd, uint64_t offset, uint64_t size, std::vector<char>& buf, 
   }
 }
 
-template <class F>
-std::string hash_file(const std::string& path, F&& ranges) {
+// `before(fd)` runs on the open file before it is read.
+template <class F, class B>
+std::string hash_file(const std::string& path, F&& ranges, B&& before) {
   const int fd = open(path.c_str(), O_RDONLY);
   if (fd < 0) fail("cannot open '", path, "'");
+  before(fd);
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   std::vector<char> buf(size_t{8} << 20);
@@ -57,6 +63,56 @@ std::string hash_file(const std::string& path, F&& ranges) {
   XXH3_freeState(st);
   close(fd);
   return hex(h);
+}
+
+template <class F>
+std::string hash_file(const std::string& path, F&& ranges) {
+  return hash_file(path, std::forward<F>(ranges), [](int) {});
+}
+
+// The whole file, read sequentially.
+std::string hash_whole_file(const std::string& path, bool start_writeback) {
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec) fail("cannot read '", path, "'");
+  return hash_file(
+      path, [&](auto&& range) { range(0, size); },
+      [&](int fd) {
+        if (start_writeback) sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);   // advisory: errors show at fsync
+      });
+}
+
+// Checksums remembered by remember_file_xxh3, with the identity of the file they were taken of.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{}, ctime{};
+  bool operator==(const FileIdentity& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+  }
+};
+
+bool identity_of(const std::string& path, FileIdentity& id) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return false;
+  id = {st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
+  return true;
+}
+
+struct Remembered {
+  FileIdentity id;
+  std::string xxh3;
+};
+std::mutex remembered_mutex;
+std::map<std::string, Remembered> remembered;   // by path; a few entries (files being committed)
+constexpr size_t kMaxRemembered = 256;
+
+std::string remembered_key(const std::string& path) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
 }
 
 template <class T>
@@ -122,10 +178,30 @@ Manifest read_manifest(const std::string& path) {
 }
 
 std::string file_xxh3(const std::string& path) {
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec) fail("cannot read '", path, "'");
-  return hash_file(path, [&](auto&& range) { range(0, size); });
+  FileIdentity id;
+  if (identity_of(path, id)) {
+    std::lock_guard<std::mutex> lock(remembered_mutex);
+    auto it = remembered.find(remembered_key(path));
+    if (it != remembered.end()) {
+      const bool same = it->second.id == id;
+      std::string h = std::move(it->second.xxh3);
+      remembered.erase(it);
+      if (same) return h;
+    }
+  }
+  return hash_whole_file(path, false);
+}
+
+std::string remember_file_xxh3(const std::string& path) {
+  FileIdentity before, after;
+  const bool known = identity_of(path, before);
+  const std::string h = hash_whole_file(path, true);
+  if (known && identity_of(path, after) && after == before) {   // not changed while it was read
+    std::lock_guard<std::mutex> lock(remembered_mutex);
+    if (remembered.size() >= kMaxRemembered) remembered.clear();
+    remembered[remembered_key(path)] = {after, h};
+  }
+  return h;
 }
 
 std::string text_xxh3(const std::string& text) { return hex(XXH3_64bits(text.data(), text.size())); }
@@ -138,7 +214,7 @@ void verify_files(const std::string& dir, const Manifest& m) {
     if (ec) fail(path, ": missing (listed in ", dir, "/manifest.json)");
     if (size != f.bytes)
       fail(path, ": ", size, " bytes, the manifest says ", f.bytes, size < f.bytes ? " (truncated)" : "");
-    const std::string h = file_xxh3(path);
+    const std::string h = hash_whole_file(path, false);   // from the file, never a remembered checksum
     if (h != f.xxh3) fail(path, ": checksum ", h, " does not match the manifest's ", f.xxh3, " (corrupt)");
   }
 }

@@ -52,6 +52,13 @@ Manifest read_manifest(const std::string& path);
 std::string file_xxh3(const std::string& path);
 std::string text_xxh3(const std::string& text);
 
+// For a file just written (write_image): starts writing its dirty pages back (sync_file_range),
+// computes its XXH3 from the page cache meanwhile, and remembers it for the next file_xxh3 of the
+// same path, which returns it without reading the file again when the file is unchanged (same
+// device, inode, size, mtime and ctime) and forgets it. Returns the checksum. verify_files never
+// uses a remembered checksum: it always reads the files.
+std::string remember_file_xxh3(const std::string& path);
+
 // Every file of the manifest exists in `dir` with its size and checksum; an Error naming the
 // file and what differs otherwise.
 void verify_files(const std::string& dir, const Manifest& m);

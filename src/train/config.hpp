@@ -121,8 +121,9 @@ struct RuntimeConfig {
 uint64_t parse_byte_size(const std::string& text);
 
 struct DistributedConfig {
-  std::string fsdp = "full";    // full, hybrid, none (multi-rank: later)
+  std::string fsdp = "full";    // full, hybrid (sharded: not built yet), none (replicated)
   int ranks_per_node = 0;       // 0 = from MPI
+  double timeout_s = 300;       // a collective not done by then ends the job, naming it
 };
 
 // Checkpoints (train/checkpoint_store.hpp, DESIGN.md "Checkpoints").

@@ -179,6 +179,7 @@ template <class V>
 void visit(V& v, DistributedConfig& d) {
   v.field("fsdp", d.fsdp, one_of({"full", "hybrid", "none"}));
   v.field("ranks_per_node", d.ranks_per_node, at_least(0));
+  v.field("timeout_s", d.timeout_s, positive());
 }
 
 template <class V>

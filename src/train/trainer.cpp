@@ -4,6 +4,8 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <csignal>
+#include <string_view>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "core/timer.hpp"
 #include "data/loader.hpp"
 #include "data/token_file.hpp"
+#include "fsdp/communicator.hpp"
 #include "model/model.hpp"
 #include "runtime/executor.hpp"
 #include "optim/refresh_schedule.hpp"
@@ -81,6 +84,10 @@ void set_threads(int threads) {
 
 struct Trainer::Impl {
   Config cfg;
+  std::unique_ptr<Communicator> own_comm;   // local, when the caller gave none
+  Communicator* comm = nullptr;
+  int rank = 0, world = 1;
+  bool writer() const { return rank == 0; }   // the rank that writes run.dir
   TokenFile train_file, eval_file;
   std::unique_ptr<TrainLoader> loader;
   std::unique_ptr<EvalBatches> eval;
@@ -110,7 +117,18 @@ struct Trainer::Impl {
   double grad_norm = 0;
   double loss_sum = 0;
 
-  explicit Impl(const Config& c) : cfg(c) {
+  Impl(const Config& c, Communicator* world_comm) : cfg(c) {
+    if (!world_comm) {
+      own_comm = make_local_communicator();
+      world_comm = own_comm.get();
+    }
+    comm = world_comm;
+    rank = comm->rank();
+    world = comm->size();
+    comm->set_timeout(cfg.distributed.timeout_s);
+    if (world > 1 && cfg.distributed.fsdp != "none")
+      fail(cfg.source, ": distributed.fsdp '", cfg.distributed.fsdp, "' (sharded) is not built yet; with ", world,
+           " ranks use distributed.fsdp=none (every rank holds the whole state)");
     check_supported(cfg);
     ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
                   "made by `asteria-data encode`)");
@@ -118,7 +136,7 @@ struct Trainer::Impl {
     // --resume latest with no checkpoint yet (a job stopped before its first one, requeued with
     // the same command) starts the run again from scratch.
     const bool restart = cfg.checkpoint.resume == "latest" && resume_dir.empty();
-    if (restart)
+    if (restart && writer())
       std::fprintf(stderr, "asteria-train: note: no checkpoint under %s/checkpoints; starting fresh\n", cfg.run.dir.c_str());
     if (!resume_dir.empty()) {
       // The checkpoint and its config first: a refused resume changes nothing.
@@ -175,6 +193,31 @@ struct Trainer::Impl {
                                                     std::move(data));
       if (!resume_dir.empty()) resumed = checkpointer->restore(resume_dir);
     }
+    // Every rank has checked everything before rank 0 writes anything into run.dir.
+    comm->barrier("the ranks' startup checks");
+  }
+
+  // Sums over the ranks, in place (a no-op on one rank).
+  template <class T>
+  void sum_over_ranks(T* data, size_t count, const std::string& label) {
+    if (world == 1) return;
+    Request r = comm->all_reduce(data, count, label);
+    comm->wait(r);
+  }
+
+  // The replicas must hold the same bits: each rank's parameter checksum, compared on rank 0.
+  void check_replicas_identical() {
+    if (world == 1) return;
+    std::vector<double> sums(static_cast<size_t>(world), 0.0);
+    uint64_t h = 0;
+    for (int l = 0; l < model->num_layers(); ++l)
+      h = h * 1000003u ^ std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(model->params(l)),
+                                                                       model->table(l).numel * sizeof(float)));
+    sums[static_cast<size_t>(rank)] = static_cast<double>(h >> 12);   // 52 bits: exact in a double
+    sum_over_ranks(sums.data(), sums.size(), "replica checksums");
+    for (int r = 1; r < world; ++r)
+      ASTERIA_CHECK(sums[static_cast<size_t>(r)] == sums[0], "rank ", r, "'s parameters differ from rank 0's: the "
+                    "replicas diverged (non-deterministic reduction?)");
   }
 
   // Before the first step writes anything: stale checkpoint directories go, a resumed run's
@@ -200,7 +243,7 @@ struct Trainer::Impl {
     const int last = model->num_layers() - 1;
     const double grad_scale = 1.0 / cfg.train.grad_accum;
     executor->bind(OpKind::LoadBatch, [this](const Op&) {
-      loader->next_batch(cfg.train.micro_batch, inputs.data(), targets.data());
+      loader->next_batch(cfg.train.micro_batch, inputs.data(), targets.data(), rank, world);
       model->set_batch(inputs.data(), targets.data());
     });
     executor->bind(OpKind::Forward, [this, last](const Op& op) {
@@ -210,8 +253,16 @@ struct Trainer::Impl {
     executor->bind(OpKind::Backward,
                   [this, grad_scale](const Op& op) { model->backward(op.layer, grad_scale); });
     executor->bind(OpKind::GradNorm, [this](const Op& op) {
-      const float* g = model->grads(op.layer);
+      float* g = model->grads(op.layer);
       const size_t n = model->table(op.layer).numel;
+      if (world > 1) {
+        // The mean over the ranks of their gradients (each already the mean of its micro-batches).
+        // On the compute lane for now; the comm lane comes with sharding.
+        sum_over_ranks(g, n, "all_reduce of the gradient of " + model->layer_name(op.layer));
+        const float inv = 1.0f / static_cast<float>(world);
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (size_t i = 0; i < n; ++i) g[i] *= inv;
+      }
       double s = 0;
 #pragma omp parallel for reduction(+ : s) schedule(static)
       for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
@@ -244,14 +295,16 @@ struct Trainer::Impl {
 
   TrainResult run() {
     const fs::path dir = cfg.run.dir;
-    fs::create_directories(dir);
-    prepare_run_dir(dir);
-    write_file_atomically(dir / "config.yaml", config_to_yaml(cfg));
+    if (writer()) {
+      fs::create_directories(dir);
+      prepare_run_dir(dir);
+      write_file_atomically(dir / "config.yaml", config_to_yaml(cfg));
+    }
     const int threads = compute_threads(cfg);
     const double peak = cfg.run.peak_flops > 0 ? cfg.run.peak_flops : cpu_peak_flops(threads);
     const double flops_per_token = training_flops_per_token(cfg.model);
     const int64_t tokens_per_step =
-        static_cast<int64_t>(cfg.train.micro_batch) * cfg.train.grad_accum * cfg.model.seq_len;
+        static_cast<int64_t>(cfg.train.micro_batch) * cfg.train.grad_accum * cfg.model.seq_len * world;
     {
       nlohmann::json info = {{"params", model->num_params()},
                              {"flops_per_token", flops_per_token},
@@ -263,9 +316,10 @@ struct Trainer::Impl {
                              {"threads", threads},
                              {"tokens_per_step", tokens_per_step}};
       if (shadow) info["shadow_lane"] = pool ? "workers" : "compute";
-      write_file_atomically(dir / "run_info.json", info.dump(2) + "\n");
+      info["ranks"] = world;
+      if (writer()) write_file_atomically(dir / "run_info.json", info.dump(2) + "\n");
     }
-    MetricsWriter metrics((dir / "metrics.jsonl").string(), !resume_dir.empty());
+    MetricsWriter metrics = writer() ? MetricsWriter((dir / "metrics.jsonl").string(), !resume_dir.empty()) : MetricsWriter();
     ProgressLine progress(cfg.train.steps, cfg.run.log_every);
 
     TrainResult result;
@@ -282,8 +336,11 @@ struct Trainer::Impl {
       executor->reset_times();
       Timer t;
       executor->run(plan);
+      // The loss over the ranks, and whether any rank was asked to stop (all stop together).
+      double shared[2] = {loss_sum, static_cast<double>(signals.pending())};
+      sum_over_ranks(shared, 2, "the loss of step " + std::to_string(step));
       const double step_s = t.seconds();
-      const double loss = loss_sum / cfg.train.grad_accum;
+      const double loss = shared[0] / (cfg.train.grad_accum * world);
       ASTERIA_CHECK(std::isfinite(loss), "training diverged: loss is ", loss, " at step ", step);
       const double tps = tokens_per_step / step_s;
       if (step > resumed.step + 1) {
@@ -335,13 +392,9 @@ struct Trainer::Impl {
         rec["eval_s"] = te.seconds();
         result.final_eval_loss = eval_loss;
       }
-      // A checkpoint every checkpoint.every steps, at the last step, and when a signal asks.
-      const int sig = signals.pending();
-      if (checkpointer && cfg.checkpoint.enabled &&
-          ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
-        checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds());
-        result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
-      }
+      // The step's metrics line first: a checkpoint of step N always finds lines 1..N written,
+      // so a resumed metrics.jsonl (cut back to N) never misses one. The checkpoint times of
+      // the last save (the hold between it and this step) go on this line.
       if (checkpointer) {
         const CheckpointTimes ct = checkpointer->take_times();
         if (ct.hold_s > 0) rec["checkpoint_s"] = ct.hold_s;
@@ -351,7 +404,14 @@ struct Trainer::Impl {
         }
       }
       metrics.write(rec);
-      progress.update(step, loss, tps, elapsed0 + wall.seconds(), eval_loss);
+      if (writer()) progress.update(step, loss, tps, elapsed0 + wall.seconds(), eval_loss);
+      // A checkpoint every checkpoint.every steps, at the last step, and when a signal asks.
+      const int sig = shared[1] > 0 ? (signals.pending() ? signals.pending() : SIGTERM) : 0;
+      if (checkpointer && cfg.checkpoint.enabled && writer() &&
+          ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
+        checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds());
+        result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
+      }
       result.final_loss = loss;
       result.last_step = step;
       if (sig) {
@@ -360,7 +420,8 @@ struct Trainer::Impl {
       }
     }
     if (checkpointer) checkpointer->finish();
-    progress.finish();
+    if (writer()) progress.finish();
+    check_replicas_identical();
     result.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
     final_params.clear();
     for (int l = 0; l < model->num_layers(); ++l)
@@ -369,7 +430,7 @@ struct Trainer::Impl {
   }
 };
 
-Trainer::Trainer(const Config& cfg) : impl_(std::make_unique<Impl>(cfg)) {}
+Trainer::Trainer(const Config& cfg, Communicator* world) : impl_(std::make_unique<Impl>(cfg, world)) {}
 Trainer::~Trainer() = default;
 TrainResult Trainer::run() { return impl_->run(); }
 const std::vector<float>& Trainer::final_params(int layer) const { return impl_->final_params.at(layer); }

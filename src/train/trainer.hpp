@@ -31,9 +31,18 @@ struct TrainResult {
 // script tests it): 75, EX_TEMPFAIL ("try again").
 constexpr int kExitCheckpointedOnSignal = 75;
 
+// Several ranks (a `world` communicator of more than one rank, distributed.fsdp none): every
+// rank holds the whole model and optimizer state (replicated, DDP-like); rank r trains on
+// instances r, r + W, ... of each global micro-batch, gradients are summed over the ranks and
+// divided by W, so every rank takes the same step and the replicas stay bit-identical (checked
+// at the end). Only rank 0 writes run.dir (config, metrics, progress, checkpoints: the whole
+// state, one file, which any world size resumes). A stop signal on any rank stops every rank
+// after the same step. Sharding (fsdp full / hybrid) is not built yet and is refused.
+class Communicator;
+
 class Trainer {
  public:
-  explicit Trainer(const Config& cfg);
+  explicit Trainer(const Config& cfg, Communicator* world = nullptr);
   ~Trainer();
   TrainResult run();
 

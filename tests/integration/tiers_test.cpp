@@ -44,8 +44,8 @@ class Tiers : public ::testing::TestWithParam<const char*> {
 }  // namespace
 
 TEST_P(Tiers, QuarterOnTheHostRestOnDiskIsBitIdenticalAndWithinBudget) {
-  size_t total = 0;
-  const std::vector<std::string> tiers = asteria::testing::quarter_host_rest_disk(config({}), &total);
+  size_t total = 0, device = 0;
+  const std::vector<std::string> tiers = asteria::testing::quarter_host_rest_disk(config({}), &total, &device);
   const size_t host = total / 4;
   const TierLayout layout = configured_tier_layout(config(tiers));
   ASSERT_GT(layout.host_bytes, 0u);

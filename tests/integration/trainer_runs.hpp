@@ -31,8 +31,10 @@ inline std::vector<std::string> short_second_order_sets(const TempDir& dir, cons
 
 // Tier budgets that put a quarter of cfg's optimizer state on the host and the rest on disk:
 // the device holds the largest layer's state (prefetch distance 0: one layer in flight), the
-// host a quarter of all of it. `total` receives the in-memory total.
-inline std::vector<std::string> quarter_host_rest_disk(const Config& cfg, size_t* total_out = nullptr) {
+// host a quarter of all of it. `total_out` / `device_out` receive the in-memory total and the
+// device budget.
+inline std::vector<std::string> quarter_host_rest_disk(const Config& cfg, size_t* total_out = nullptr,
+                                                       size_t* device_out = nullptr) {
   const TierLayout in_memory = configured_tier_layout(cfg);
   size_t total = 0, largest_layer = 0;
   for (const auto& ids : in_memory.by_layer) {
@@ -42,6 +44,7 @@ inline std::vector<std::string> quarter_host_rest_disk(const Config& cfg, size_t
     total += layer;
   }
   if (total_out) *total_out = total;
+  if (device_out) *device_out = largest_layer;
   return {"runtime.tiers.device.bytes=" + std::to_string(largest_layer),
           "runtime.tiers.host.bytes=" + std::to_string(total / 4), "runtime.tiers.prefetch_distance=0"};
 }

@@ -1,0 +1,80 @@
+#pragma once
+// The collectives of sharded training (DESIGN.md "FSDP") behind one interface, so that the
+// trainer never calls MPI (or, with the CUDA backend, NCCL) itself:
+//   local  one rank: every collective is a copy or a no-op;
+//   mpi    Open MPI, nonblocking collectives (MPI_Iallgather, MPI_Ireduce_scatter_block, ...).
+//
+// Contract. Every rank of a communicator calls the same collectives in the same order (ranks
+// with nothing to contribute too: a rank that skips one hangs the others, so the callers
+// follow the plan, which is the same on every rank). A call starts the operation and returns a
+// Request; the buffers must stay untouched until wait() returns. Requests are started and waited
+// for by one thread at a time (the comm lane; MPI is initialized at MPI_THREAD_SERIALIZED: the
+// main thread initializes and finalizes, the comm lane makes the calls in between, never two
+// threads at once). wait() gives up after `timeout_s` (> 0) with an asteria::Error naming the
+// request's label ("all_gather blocks.3"), so a dead or stalled rank ends the job instead of
+// hanging it.
+//
+// Layouts: all_gather(send[count]) -> recv[size * count], rank r's part at r * count;
+// reduce_scatter(send[size * count]) -> recv[count] = the sum over ranks of their send part
+// at rank * count; all_reduce in place; broadcast in place from `root`.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace asteria {
+
+class Communicator;
+
+// A started operation. Move-only; waiting on an empty request returns at once.
+class Request {
+ public:
+  Request() = default;
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+  ~Request();
+  bool empty() const { return !impl_; }
+  const std::string& label() const { return label_; }
+
+  struct Impl {
+    virtual ~Impl() = default;
+    virtual bool test() = 0;   // finished?
+  };
+  Request(std::unique_ptr<Impl> impl, std::string label);
+
+ private:
+  friend class Communicator;
+  std::unique_ptr<Impl> impl_;
+  std::string label_;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string kind() const = 0;   // "local", "mpi"
+
+  virtual Request all_gather(const float* send, size_t count, float* recv, std::string label) = 0;
+  virtual Request reduce_scatter(const float* send, float* recv, size_t count, std::string label) = 0;
+  virtual Request all_reduce(double* data, size_t count, std::string label) = 0;   // sum
+  virtual Request all_reduce(float* data, size_t count, std::string label) = 0;    // sum
+  virtual Request broadcast(void* data, size_t bytes, int root, std::string label) = 0;
+  virtual Request send(const void* data, size_t bytes, int dest, int tag, std::string label) = 0;
+  virtual Request recv(void* data, size_t bytes, int src, int tag, std::string label) = 0;
+  virtual void barrier(const std::string& label) = 0;
+  // The ranks with the same color, ordered by key (MPI_Comm_split); every rank calls it.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+
+  // Waits for `r` (then empty); an Error naming its label after timeout_s seconds.
+  void wait(Request& r);
+  void set_timeout(double seconds) { timeout_s_ = seconds; }
+  double timeout() const { return timeout_s_; }
+
+ protected:
+  double timeout_s_ = 600;
+};
+
+std::unique_ptr<Communicator> make_local_communicator();
+
+}  // namespace asteria

@@ -1,0 +1,51 @@
+// The shard layout: whole units, every preconditioner block on exactly one rank, balanced
+// ranges, padding, and empty ranks when a layer has fewer units than ranks.
+#include <gtest/gtest.h>
+
+#include "fsdp/shard_layout.hpp"
+#include "model/model.hpp"
+#include "model/model_config.hpp"
+#include "optim/blocks.hpp"
+
+using namespace asteria;
+
+TEST(ShardLayout, EveryBlockLivesOnOneRankAndRangesCoverTheLayer) {
+  const ModelConfig cfg = model_preset("bench-small");
+  for (const ParamTable& t : model_param_tables(cfg))
+    for (int W : {1, 2, 3, 4, 8, 64}) {
+      const LayerShards s = shard_layer(t, 256, W);
+      ASSERT_EQ(s.world(), W);
+      EXPECT_EQ(s.begin.front(), 0u);
+      EXPECT_EQ(s.begin.back(), t.numel);
+      for (int r = 0; r < W; ++r) EXPECT_LE(s.begin[r], s.begin[r + 1]);
+      for (const MatrixBlock& b : layer_blocks(0, t, 256, true)) {
+        const size_t first = b.offset, last = b.offset + static_cast<size_t>((b.rows - 1) * b.ld + b.cols - 1);
+        int owners = 0;
+        for (int r = 0; r < W; ++r) owners += first >= s.begin[r] && last < s.begin[r + 1];
+        EXPECT_EQ(owners, 1) << b.name << " at W = " << W;
+      }
+    }
+}
+
+TEST(ShardLayout, BalancedPaddedAndEmptyRanks) {
+  ParamTable t;
+  t.add("w", {8, 4}, ParamClass::Matrix);   // row-blocks of 2 rows: 4 units of 8
+  const LayerShards two = shard_layer(t, 2, 2);
+  EXPECT_EQ(two.begin, (std::vector<size_t>{0, 16, 32}));
+  EXPECT_EQ(two.padded, 16u);
+  const LayerShards three = shard_layer(t, 2, 3);   // 32 / 3: cuts at the units nearest 10.7, 21.3
+  EXPECT_EQ(three.begin, (std::vector<size_t>{0, 8, 24, 32}));
+  EXPECT_EQ(three.padded, 16u);
+  const LayerShards six = shard_layer(t, 2, 6);     // more ranks than units: some hold nothing
+  int empty = 0;
+  for (int r = 0; r < 6; ++r) empty += six.count(r) == 0;
+  EXPECT_EQ(empty, 2);
+  EXPECT_EQ(six.padded, 8u);
+  std::vector<float> flat(32), send(six.padded);
+  for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(i);
+  for (int r = 0; r < 6; ++r) {
+    pack_shard(six, r, flat.data(), send.data());
+    for (size_t k = 0; k < six.padded; ++k)
+      EXPECT_EQ(send[k], k < six.count(r) ? flat[six.offset(r) + k] : 0.0f) << r << " " << k;
+  }
+}
