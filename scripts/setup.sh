@@ -6,9 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# slurm-wlm + munge: the local Slurm of the tests (scripts/slurm/local_slurm.sh); libpmix-dev
+# holds the libpmix.so that Slurm's mpi/pmix plugin (srun --mpi=pmix) opens at run time.
 PACKAGES=(build-essential cmake pkg-config git
   libopenblas-openmp-dev liblapacke-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libhdf5-dev libxxhash-dev libgtest-dev libgmock-dev libsentencepiece-dev sentencepiece libopenmpi-dev openmpi-bin
+  slurm-wlm munge libpmix-dev
   python3-matplotlib python3-numpy bible-kjv ${ASTERIA_EXTRA_PACKAGES:-})
 
 missing=()
