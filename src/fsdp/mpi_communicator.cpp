@@ -116,7 +116,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
 bool launched_with_several_ranks() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+  // mpirun sets OMPI_COMM_WORLD_SIZE; srun sets SLURM_STEP_NUM_TASKS in each task (SLURM_NTASKS is
+  // also set in a batch script's single shell, which is no rank of several).
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}) {
     const char* v = std::getenv(var);
     if (v && std::atoi(v) > 1) return true;
   }
