@@ -4,7 +4,8 @@
 # in the same run. Targets: write rate >= 70 % of dd's; with checkpoint.async the step is held
 # <= 10 % of the synchronous write time.
 #
-#   bench/checkpoint.sh [--steps N] [--every N] [--slice-gib G] [--small-rounds N] [--skip-olmo]
+#   bench/checkpoint.sh [--steps N] [--every N] [--slice-gib G] [--small-rounds N] [--train-rounds N]
+#                       [--skip-olmo]
 #
 # One command:
 #   (a) builds asteria-train and bench_checkpoint (-j2) if needed; prints OPENBLAS_CORETYPE /
@@ -22,14 +23,17 @@
 #       the two dd writes;
 #   (d) a real training of configs/bench-small-soap.yaml on random tokens (as bench/throughput.sh
 #       makes them), STEPS steps (default 30), checkpoint.every=EVERY (default 10), once with
-#       checkpoint.async=false and once with true: per checkpoint checkpoint_s (the step was held),
-#       checkpoint_write_s and checkpoint_bytes from metrics.jsonl; then a resume of each
+#       checkpoint.async=false and once with true, in TRAIN_ROUNDS rounds (default 2; the order
+#       alternates): per checkpoint checkpoint_s (the step was held), checkpoint_write_s and
+#       checkpoint_bytes from metrics.jsonl, and each run's CPU share (CPU seconds / (wall x
+#       cores): others' load on this shared machine shows there); then a resume of each
 #       (--resume latest, train.steps=STEPS+1, checkpoint.enabled=false, page cache dropped first)
 #       under strace -tt: the restore time is from Checkpointer::restore's open of the
 #       checkpoint's manifest.json (the one right before rank00000.h5 is opened) to the trainer's
 #       next file, metrics.jsonl (cut back to the checkpoint); the verify part ends at the second
 #       open of rank00000.h5 (HDF5 opening it after verify_files' hash);
-#   (e) writes bench/results/checkpoint/summary.json and summary.md (summaries only).
+#   (e) writes bench/results/checkpoint/summary.json and summary.md (summaries only), with the
+#       load average at the start of each phase.
 # Raw outputs (dd logs, bench JSON lines, training runs, strace logs) stay under
 # runs/bench-checkpoint-<date>/ (gitignored), removed at the end except the small ones
 # (CKBENCH_KEEP=1 keeps the training runs too).
@@ -44,6 +48,7 @@ EVERY=10
 SLICE_GIB=6
 SMALL_ROUNDS=5
 SKIP_OLMO=0
+TRAIN_ROUNDS=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -51,7 +56,8 @@ while [ $# -gt 0 ]; do
     --slice-gib) SLICE_GIB=$2; shift 2 ;;
     --small-rounds) SMALL_ROUNDS=$2; shift 2 ;;
     --skip-olmo) SKIP_OLMO=1; shift ;;
-    *) echo "usage: bench/checkpoint.sh [--steps N] [--every N] [--slice-gib G] [--small-rounds N] [--skip-olmo]" >&2; exit 2 ;;
+    --train-rounds) TRAIN_ROUNDS=$2; shift 2 ;;
+    *) echo "usage: bench/checkpoint.sh [--steps N] [--every N] [--slice-gib G] [--small-rounds N] [--train-rounds N] [--skip-olmo]" >&2; exit 2 ;;
   esac
 done
 
@@ -94,6 +100,9 @@ dd_read() {  # WHAT (reads $WORK/dd.bin after dropping the page cache)
   echo "$out" >> "$WORK/dd.log"
   $PY -c "import json,sys; w=sys.argv[2].split(); print(json.dumps({'bench':'dd','op':'read','what':sys.argv[1],'bytes':int(w[0]),'s':float(w[-4]),'drop_caches':sys.argv[3]}))" "$1" "$out" "$dropped" >> "$RAW"
 }
+phase() {  # WHAT: the load average as the phase starts
+  echo "{\"bench\": \"phase\", \"what\": \"$1\", \"loadavg\": \"$(cat /proc/loadavg)\", \"t\": $(date +%s)}" >> "$RAW"
+}
 layout_bytes() {  # CONFIG -> the state's bytes
   "$BENCH" --config "$1" --layout-only 2>/dev/null | $PY -c "import json,sys; print(json.load(sys.stdin)['state_bytes'])"
 }
@@ -104,6 +113,7 @@ T_START=$(date +%s)
 # (b) bench-small SOAP state
 SMALL_BYTES=$(layout_bytes configs/bench-small-soap.yaml)
 log "bench-small SOAP state: $SMALL_BYTES bytes; $SMALL_ROUNDS rounds of dd + bench_checkpoint"
+phase small
 for r in $(seq "$SMALL_ROUNDS"); do
   dd_write small "$SMALL_BYTES"; dd_read small; rm -f "$WORK/dd.bin"
   "$BENCH" --config configs/bench-small-soap.yaml --dir "$WORK/ck-small/checkpoints" --drop-caches --copy-test --label "small r$r" \
@@ -119,6 +129,7 @@ if [ "$SKIP_OLMO" = 0 ]; then
     SKIP_OLMO="no space ($AVAIL bytes free)"
   else
     log "OLMo-1B SOAP state: $OLMO_BYTES bytes: dd write, dd read, bench_checkpoint (files <= $SLICE_GIB GiB), dd write"
+    phase olmo
     dd_write olmo-before "$OLMO_BYTES"; dd_read olmo; rm -f "$WORK/dd.bin"
     "$BENCH" --config configs/olmo-1b-soap.yaml --dir "$WORK/ck-olmo/checkpoints" --slice-gib "$SLICE_GIB" --drop-caches \
       --label olmo >> "$RAW" 2> "$WORK/bench-olmo.log" || { log "bench_checkpoint failed"; tail -5 "$WORK/bench-olmo.log" >&2; exit 1; }
@@ -136,22 +147,30 @@ if [ ! -s "$TOKENS" ]; then
 fi
 TRAIN_SET=(--set data.train="$ROOT/$TOKENS" --set data.eval= --set train.warmup_steps=0)
 STRACE=$(command -v strace || true)
-for a in false true; do
-  dir=$WORK/train-async-$a
-  log "training bench-small SOAP, $STEPS steps, checkpoint.every=$EVERY, checkpoint.async=$a"
-  "$TRAIN" --config configs/bench-small-soap.yaml "${TRAIN_SET[@]}" --set train.steps="$STEPS" \
-    --set checkpoint.every="$EVERY" --set checkpoint.async="$a" --set run.dir="$dir" --set run.overwrite=true \
-    > "$WORK/train-async-$a.log" 2>&1 || { log "training failed"; tail -5 "$WORK/train-async-$a.log" >&2; exit 1; }
-  echo "{\"bench\": \"train\", \"async\": $a, \"dir\": \"$dir\"}" >> "$RAW"
-  log "resuming it (--resume latest, page cache dropped)"
-  dropped=$(drop_caches)
-  t0=$(date +%s.%N)
-  ${STRACE:+$STRACE -f -tt -e trace=openat -o "$WORK/resume-async-$a.strace"} \
-    "$TRAIN" --config configs/bench-small-soap.yaml "${TRAIN_SET[@]}" --set train.steps=$((STEPS + 1)) \
-    --set checkpoint.every="$EVERY" --set checkpoint.async="$a" --set run.dir="$dir" --set checkpoint.enabled=false \
-    --resume latest > "$WORK/resume-async-$a.log" 2>&1 || { log "resume failed"; tail -5 "$WORK/resume-async-$a.log" >&2; exit 1; }
-  t1=$(date +%s.%N)
-  echo "{\"bench\": \"resume\", \"async\": $a, \"dir\": \"$dir\", \"wall_s\": $(echo "$t1 - $t0" | bc), \"drop_caches\": \"$dropped\", \"strace\": \"${STRACE:+$WORK/resume-async-$a.strace}\"}" >> "$RAW"
+phase train
+for r in $(seq "$TRAIN_ROUNDS"); do
+  order="false true"
+  [ $((r % 2)) = 0 ] && order="true false"
+  for a in $order; do
+    name=train-r$r-async-$a
+    dir=$WORK/$name
+    log "round $r: training bench-small SOAP, $STEPS steps, checkpoint.every=$EVERY, checkpoint.async=$a"
+    /usr/bin/time -f '%e %U %S' -o "$WORK/$name.time" \
+      "$TRAIN" --config configs/bench-small-soap.yaml "${TRAIN_SET[@]}" --set train.steps="$STEPS" \
+      --set checkpoint.every="$EVERY" --set checkpoint.async="$a" --set run.dir="$dir" --set run.overwrite=true \
+      > "$WORK/$name.log" 2>&1 || { log "training failed"; tail -5 "$WORK/$name.log" >&2; exit 1; }
+    read -r wall user sys < "$WORK/$name.time"
+    echo "{\"bench\": \"train\", \"round\": $r, \"async\": $a, \"dir\": \"$dir\", \"wall_s\": $wall, \"cpu_s\": $(echo "$user + $sys" | bc)}" >> "$RAW"
+    log "round $r: resuming it (--resume latest, page cache dropped)"
+    dropped=$(drop_caches)
+    t0=$(date +%s.%N)
+    ${STRACE:+$STRACE -f -tt -e trace=openat -o "$WORK/resume-$name.strace"} \
+      "$TRAIN" --config configs/bench-small-soap.yaml "${TRAIN_SET[@]}" --set train.steps=$((STEPS + 1)) \
+      --set checkpoint.every="$EVERY" --set checkpoint.async="$a" --set run.dir="$dir" --set checkpoint.enabled=false \
+      --resume latest > "$WORK/resume-$name.log" 2>&1 || { log "resume failed"; tail -5 "$WORK/resume-$name.log" >&2; exit 1; }
+    t1=$(date +%s.%N)
+    echo "{\"bench\": \"resume\", \"round\": $r, \"async\": $a, \"dir\": \"$dir\", \"wall_s\": $(echo "$t1 - $t0" | bc), \"drop_caches\": \"$dropped\", \"strace\": \"${STRACE:+$WORK/resume-$name.strace}\"}" >> "$RAW"
+  done
 done
 LOAD_END=$(cat /proc/loadavg)
 T_END=$(date +%s)
@@ -235,16 +254,6 @@ elif E["SKIP_OLMO"] != "0":
 def rows_of(d):
     return [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl")) if l.strip()]
 
-train = {}
-for t in (x for x in recs if x["bench"] == "train"):
-    rows = [r for r in rows_of(t["dir"]) if r["step"] <= int(E["STEPS"])]
-    ck = [{"step": r["step"], "checkpoint_s": r["checkpoint_s"]} for r in rows if "checkpoint_s" in r]
-    writes = [{"reported_at_step": r["step"], "checkpoint_write_s": r["checkpoint_write_s"],
-               "checkpoint_bytes": r["checkpoint_bytes"]} for r in rows if "checkpoint_write_s" in r]
-    steps = [r["step_time_s"] for r in rows if "checkpoint_s" not in r and r["step"] > 1]
-    train["async" if t["async"] else "sync"] = {"checkpoints": ck, "writes": writes,
-                                                "median_step_s_without_checkpoint": med(steps) if steps else None}
-
 def parse_strace(path):
     ev = []
     for line in open(path):
@@ -262,22 +271,45 @@ def parse_strace(path):
         out["read_and_load_s"] = ev[end][0] - ev[rank[1]][0]
     return out
 
-for r in (x for x in recs if x["bench"] == "resume"):
-    d = train["async" if r["async"] else "sync"]
-    d["resume"] = {"wall_s": r["wall_s"], "drop_caches": r["drop_caches"]}
-    if r["strace"]:
-        d["resume"].update(parse_strace(r["strace"]) or {})
+runs = []
+for t in (x for x in recs if x["bench"] == "train"):
+    rows = [r for r in rows_of(t["dir"]) if r["step"] <= int(E["STEPS"])]
+    ck = [{"step": r["step"], "checkpoint_s": r["checkpoint_s"]} for r in rows if "checkpoint_s" in r]
+    writes = [{"reported_at_step": r["step"], "checkpoint_write_s": r["checkpoint_write_s"],
+               "checkpoint_bytes": r["checkpoint_bytes"]} for r in rows if "checkpoint_write_s" in r]
+    steps = [r["step_time_s"] for r in rows if "checkpoint_s" not in r and r["step"] > 1]
+    run = {"round": t["round"], "async": t["async"], "checkpoints": ck, "writes": writes,
+           "median_step_s": med(steps) if steps else None,
+           "cpu_share": round(t["cpu_s"] / (t["wall_s"] * (os.cpu_count() or 1)), 2) if t["wall_s"] else None}
+    rs = [x for x in recs if x["bench"] == "resume" and x["round"] == t["round"] and x["async"] == t["async"]]
+    if rs:
+        run["resume"] = {"wall_s": rs[0]["wall_s"], "drop_caches": rs[0]["drop_caches"]}
+        if rs[0]["strace"]:
+            run["resume"].update(parse_strace(rs[0]["strace"]) or {})
+    runs.append(run)
 res["train"] = {"config": "configs/bench-small-soap.yaml", "steps": int(E["STEPS"]), "every": int(E["EVERY"]),
-                "data": "random tokens, vocab 4096 (data/generated/bench/random-v4096-4M.u16)", **train}
-if "sync" in train and "async" in train:
-    sync_w = [w["checkpoint_write_s"] for w in train["sync"]["writes"]]
-    sync_hold = [c["checkpoint_s"] for c in train["sync"]["checkpoints"]]
-    holds = [c["checkpoint_s"] for c in train["async"]["checkpoints"]]
+                "data": "random tokens, vocab 4096 (data/generated/bench/random-v4096-4M.u16)", "runs": runs}
+sync_runs = [r for r in runs if not r["async"]]
+async_runs = [r for r in runs if r["async"]]
+if sync_runs and async_runs:
+    sync_w = [w["checkpoint_write_s"] for r in sync_runs for w in r["writes"]]
     ref = med(sync_w)
-    res["train"]["sync_write_s_median"] = ref
-    res["train"]["sync_hold_s_median"] = med(sync_hold)
-    res["train"]["async_hold_over_sync_write"] = [h / ref for h in holds]
-    res["train"]["async_hold_over_sync_write_after_first"] = med(h / ref for h in holds[1:]) if len(holds) > 1 else None
+    first = [r["checkpoints"][0]["checkpoint_s"] for r in async_runs if r["checkpoints"]]
+    later = [c["checkpoint_s"] for r in async_runs for c in r["checkpoints"][1:]]
+    tr = res["train"]
+    tr["sync_write_s_median"] = ref
+    tr["sync_hold_s_median"] = med(c["checkpoint_s"] for r in sync_runs for c in r["checkpoints"])
+    tr["async_hold_s_first"] = first
+    tr["async_hold_s_later_median"] = med(later) if later else None
+    tr["async_hold_over_sync_write_first"] = [h / ref for h in first]
+    tr["async_hold_over_sync_write_after_first"] = med(later) / ref if later else None
+    per_round = []
+    for r in sorted({x["round"] for x in runs}):
+        sw = [w["checkpoint_write_s"] for x in sync_runs if x["round"] == r for w in x["writes"]]
+        ah = [c["checkpoint_s"] for x in async_runs if x["round"] == r for c in x["checkpoints"][1:]]
+        if sw and ah:
+            per_round.append(round(med(ah) / med(sw), 3))
+    tr["async_hold_over_sync_write_after_first_per_round"] = per_round
 
 # headline and targets
 h = {}
@@ -286,10 +318,11 @@ if "small" in res:
 if "olmo" in res and "write_over_dd" in res["olmo"]:
     h["olmo_write_over_dd"] = res["olmo"]["write_over_dd"]
 h["write_target"] = 0.7
-if "async_hold_over_sync_write" in res["train"]:
-    h["async_hold_over_sync_write"] = res["train"]["async_hold_over_sync_write"]
+if "async_hold_over_sync_write_after_first" in res["train"]:
+    h["async_hold_over_sync_write_first"] = res["train"]["async_hold_over_sync_write_first"]
     h["async_hold_over_sync_write_after_first"] = res["train"]["async_hold_over_sync_write_after_first"]
 h["hold_target"] = 0.1
+res["phases"] = [x for x in recs if x["bench"] == "phase"]
 res = {"headline": h, **res}
 with open(os.path.join(outdir, "summary.json"), "w") as f:
     json.dump(res, f, indent=2)
@@ -341,32 +374,39 @@ if "small" in res:
 L.append("\n## Training bench-small SOAP: how long the step is held\n")
 t = res["train"]
 L.append(f"`{t['config']}`, {t['steps']} steps, `checkpoint.every={t['every']}`, {t['data']}.\n")
-L.append("| checkpoint.async | checkpoint step | checkpoint_s (step held) | checkpoint_write_s | checkpoint_bytes |")
-L.append("|---|---|---|---|---|")
-for mode in ("sync", "async"):
-    if mode not in t:
-        continue
-    d = t[mode]
+L.append("| round | checkpoint.async | run's CPU share | median step | checkpoint step | checkpoint_s (step held) | checkpoint_write_s | checkpoint_bytes |")
+L.append("|---|---|---|---|---|---|---|---|")
+for d in t["runs"]:
     for i, c in enumerate(d["checkpoints"]):
         w = d["writes"][i] if i < len(d["writes"]) else None
-        L.append(f"| {'true' if mode == 'async' else 'false'} | {c['step']} | {c['checkpoint_s']:.3f} s | "
+        L.append(f"| {d['round']} | {'true' if d['async'] else 'false'} | {d['cpu_share']} | {d['median_step_s']:.2f} s | {c['step']} | "
+                 f"{c['checkpoint_s']:.3f} s | "
                  + (f"{w['checkpoint_write_s']:.3f} s (reported at step {w['reported_at_step']}) | {w['checkpoint_bytes']} |" if w else
                     "(finished after the last metrics row) | |"))
-if "async_hold_over_sync_write" in t:
-    L.append(f"\nasync hold / median synchronous write ({t['sync_write_s_median']:.3f} s): "
-             f"{', '.join(f'{x:.3f}' for x in t['async_hold_over_sync_write'])} "
-             f"(target <= 0.10; the first includes allocating the image); after the first: "
-             f"**{t['async_hold_over_sync_write_after_first']:.3f}**.")
+if t.get("async_hold_over_sync_write_after_first") is not None:
+    L.append(f"\nMedian synchronous write (checkpoint_write_s with checkpoint.async=false): {t['sync_write_s_median']:.3f} s "
+             f"(the step was held {t['sync_hold_s_median']:.3f} s: write plus the copy into the image). "
+             f"With checkpoint.async=true the step was held {t['async_hold_s_later_median']:.3f} s (median of the checkpoints after "
+             f"the first) = **{t['async_hold_over_sync_write_after_first']:.3f}** of the synchronous write (target <= 0.10; per round "
+             f"{t['async_hold_over_sync_write_after_first_per_round']}); the first checkpoint of a run, which also allocates "
+             f"the image, held it {', '.join(f'{x:.3f}' for x in t['async_hold_s_first'])} s "
+             f"({', '.join(f'{x:.2f}' for x in t['async_hold_over_sync_write_first'])} of the synchronous write).")
 L.append("\n## Resume\n")
-L.append("| checkpoint of | restore (manifest to loaded) | verify_files part | read_image + load | process start to restored | whole resume process (1 step) |")
-L.append("|---|---|---|---|---|---|")
-for mode in ("sync", "async"):
-    r = t.get(mode, {}).get("resume")
+L.append("`--resume latest` of each run with `train.steps` one more and `checkpoint.enabled=false`, page cache dropped first; times from `strace -tt` of the file opens (see the script's header).\n")
+L.append("| round | checkpoint of | restore (manifest to loaded) | verify_files part | read_image + load | process start to restored | whole resume process (1 step) |")
+L.append("|---|---|---|---|---|---|---|")
+for d in t["runs"]:
+    r = d.get("resume")
     if r:
         f = lambda k: f"{r[k]:.3f} s" if k in r else "?"
-        L.append(f"| async={'true' if mode == 'async' else 'false'} run | {f('restore_s')} | {f('verify_files_s')} | "
+        L.append(f"| {d['round']} | async={'true' if d['async'] else 'false'} run | {f('restore_s')} | {f('verify_files_s')} | "
                  f"{f('read_and_load_s')} | {f('process_start_to_restored_s')} | {r['wall_s']:.2f} s |")
-L.append(f"\nPage cache dropped before each resume: {', '.join(sorted({t[m]['resume']['drop_caches'] for m in ('sync', 'async') if m in t and 'resume' in t[m]}))}.")
+drops = sorted({d["resume"]["drop_caches"] for d in t["runs"] if "resume" in d})
+L.append(f"\nPage cache dropped before each resume: {', '.join(drops)}.")
+ph = [x for x in recs if x["bench"] == "phase"]
+if ph:
+    L.append("\nLoad average (1, 5, 15 min) as each phase started: " + "; ".join(f"{x['what']} {' '.join(x['loadavg'].split()[:3])}" for x in ph)
+             + f"; at the end {' '.join(res['loadavg_end'].split()[:3])}.")
 with open(os.path.join(outdir, "summary.md"), "w") as f:
     f.write("\n".join(L) + "\n")
 print("\n".join(L))
@@ -374,6 +414,6 @@ EOF
 rc=$?
 # Raw outputs: keep the small ones (bench JSON, dd log, strace, logs), drop checkpoints and runs.
 rm -rf "$WORK/ck-small" "$WORK/dd.bin"
-[ "${CKBENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"/train-async-*/checkpoints
+[ "${CKBENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"/train-r*-async-*/checkpoints
 log "summary: $OUTDIR/summary.json, $OUTDIR/summary.md; raw: $WORK"
 exit $rc
