@@ -107,15 +107,18 @@ const float* Checkpointer::live(size_t i) {
 }
 
 void Checkpointer::stage() {
-  for (size_t i = 0; i < image_.buffers.size(); ++i) {
-    std::vector<float>& data = image_.buffers[i].data;
-    data.resize(sizes_[i]);   // allocated at the first save only
-    const int layers = parts_.model.num_layers();
-    if (i < static_cast<size_t>(layers))
-      std::memcpy(data.data(), parts_.model.params(static_cast<int>(i)), sizes_[i] * sizeof(float));
-    else
-      parts_.tiers.copy_out(static_cast<int>(i) - layers, data.data());
+  // The hold of an async save is this copy, at memory bandwidth: the buffers in memory are
+  // copied on every thread; disk-tier states (one file, not thread-safe) after, on this one.
+  const int layers = parts_.model.num_layers();
+  const int n = static_cast<int>(image_.buffers.size());
+  for (int i = 0; i < n; ++i) image_.buffers[i].data.resize(sizes_[i]);   // allocated at the first save only
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int i = 0; i < n; ++i) {
+    const float* src = i < layers ? parts_.model.params(i) : parts_.tiers.memory_of(i - layers);
+    if (src && sizes_[i] > 0) std::memcpy(image_.buffers[i].data.data(), src, sizes_[i] * sizeof(float));
   }
+  for (int i = layers; i < n; ++i)
+    if (!parts_.tiers.memory_of(i - layers)) parts_.tiers.copy_out(i - layers, image_.buffers[i].data.data());
 }
 
 void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s) {
