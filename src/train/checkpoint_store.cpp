@@ -21,6 +21,8 @@ namespace {
 const std::regex kStepDir(R"(step(\d{8}))");
 const std::regex kTempDir(R"(step\d{8}\.tmp-.*)");
 
+}  // namespace
+
 void write_text_durably(const fs::path& path, const std::string& text) {
   fs::path tmp = path;
   tmp += ".tmp";
@@ -34,8 +36,6 @@ void write_text_durably(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
   fsync_path(path.parent_path().string());
 }
-
-}  // namespace
 
 void fsync_path(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY);

@@ -11,6 +11,7 @@
 // sizes and checksums are checked when it is loaded. A step<N>/ without a manifest (a crash
 // between 2 and 3), and step<N>.tmp-* directories, are stale: removed at startup, and said.
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -46,5 +47,9 @@ std::vector<std::string> apply_retention(const std::string& root, int keep, int6
 
 // fsync of a file or directory by path (an Error naming it on failure).
 void fsync_path(const std::string& path);
+
+// Writes `text` to `path` through path.tmp + fsync + rename + fsync of the directory: a reader
+// finds the old file or the whole new one, also after a crash.
+void write_text_durably(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace asteria

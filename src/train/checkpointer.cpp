@@ -26,7 +26,6 @@ std::string value_key(std::string name) {
   return name;
 }
 
-std::vector<double> as_doubles(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
 template <class T>
 std::vector<double> as_doubles(const std::vector<T>& v) {
   return {v.begin(), v.end()};

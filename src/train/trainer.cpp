@@ -44,18 +44,6 @@ TokenDtype data_dtype(const Config& cfg) {
   return token_dtype_for_vocab(cfg.model.vocab_size);
 }
 
-// Writes a file under its final name only once it is complete.
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) fail("cannot write '", tmp.string(), "'");
-  }
-  fs::rename(tmp, path);
-}
-
 ShadowDelay shadow_delay(const Config& cfg) {
   const ShadowConfig& c = cfg.runtime.shadow;
   return ShadowDelay{c.delay, c.sync_steps >= 0 ? c.sync_steps : cfg.train.warmup_steps};
@@ -298,7 +286,7 @@ struct Trainer::Impl {
     if (writer()) {
       fs::create_directories(dir);
       prepare_run_dir(dir);
-      write_file_atomically(dir / "config.yaml", config_to_yaml(cfg));
+      write_text_durably(dir / "config.yaml", config_to_yaml(cfg));
     }
     const int threads = compute_threads(cfg);
     const double peak = cfg.run.peak_flops > 0 ? cfg.run.peak_flops : cpu_peak_flops(threads);
@@ -317,7 +305,7 @@ struct Trainer::Impl {
                              {"tokens_per_step", tokens_per_step}};
       if (shadow) info["shadow_lane"] = pool ? "workers" : "compute";
       info["ranks"] = world;
-      if (writer()) write_file_atomically(dir / "run_info.json", info.dump(2) + "\n");
+      if (writer()) write_text_durably(dir / "run_info.json", info.dump(2) + "\n");
     }
     MetricsWriter metrics = writer() ? MetricsWriter((dir / "metrics.jsonl").string(), !resume_dir.empty()) : MetricsWriter();
     ProgressLine progress(cfg.train.steps, cfg.run.log_every);
