@@ -274,7 +274,10 @@ def parse_strace(path):
 runs = []
 for t in (x for x in recs if x["bench"] == "train"):
     rows = [r for r in rows_of(t["dir"]) if r["step"] <= int(E["STEPS"])]
-    ck = [{"step": r["step"], "checkpoint_s": r["checkpoint_s"]} for r in rows if "checkpoint_s" in r]
+    # checkpoint_s is on the line of the step after the save: with checkpoint.async that step also
+    # ran the copy beside its forward (checkpoint_copy_s), so its step_time_s shows the copy's cost.
+    ck = [{"step": r["step"] - 1, "checkpoint_s": r["checkpoint_s"], "next_step_s": r["step_time_s"],
+           "copy_s": r.get("checkpoint_copy_s")} for r in rows if "checkpoint_s" in r]
     writes = [{"reported_at_step": r["step"], "checkpoint_write_s": r["checkpoint_write_s"],
                "checkpoint_bytes": r["checkpoint_bytes"]} for r in rows if "checkpoint_write_s" in r]
     steps = [r["step_time_s"] for r in rows if "checkpoint_s" not in r and r["step"] > 1]
@@ -310,6 +313,11 @@ if sync_runs and async_runs:
         if sw and ah:
             per_round.append(round(med(ah) / med(sw), 3))
     tr["async_hold_over_sync_write_after_first_per_round"] = per_round
+    # What the overlapped copy costs the step that carries it, against the run's median step.
+    extra = [c["next_step_s"] - r["median_step_s"] for r in async_runs for c in r["checkpoints"][1:] if r["median_step_s"]]
+    tr["async_next_step_extra_s_median"] = med(extra) if extra else None
+    copies = [c["copy_s"] for r in async_runs for c in r["checkpoints"][1:] if c["copy_s"]]
+    tr["async_copy_s_median"] = med(copies) if copies else None
 
 # headline and targets
 h = {}
@@ -374,13 +382,13 @@ if "small" in res:
 L.append("\n## Training bench-small SOAP: how long the step is held\n")
 t = res["train"]
 L.append(f"`{t['config']}`, {t['steps']} steps, `checkpoint.every={t['every']}`, {t['data']}.\n")
-L.append("| round | checkpoint.async | run's CPU share | median step | checkpoint step | checkpoint_s (step held) | checkpoint_write_s | checkpoint_bytes |")
-L.append("|---|---|---|---|---|---|---|---|")
+L.append("| round | checkpoint.async | run's CPU share | median step | checkpoint step | checkpoint_s (step held) | next step (copy beside its forward) | checkpoint_write_s | checkpoint_bytes |")
+L.append("|---|---|---|---|---|---|---|---|---|")
 for d in t["runs"]:
     for i, c in enumerate(d["checkpoints"]):
         w = d["writes"][i] if i < len(d["writes"]) else None
         L.append(f"| {d['round']} | {'true' if d['async'] else 'false'} | {d['cpu_share']} | {d['median_step_s']:.2f} s | {c['step']} | "
-                 f"{c['checkpoint_s']:.3f} s | "
+                 f"{c['checkpoint_s']:.3f} s | {c['next_step_s']:.2f} s" + (f" (copy {c['copy_s']:.3f} s)" if c["copy_s"] else "") + " | "
                  + (f"{w['checkpoint_write_s']:.3f} s (reported at step {w['reported_at_step']}) | {w['checkpoint_bytes']} |" if w else
                     "(finished after the last metrics row) | |"))
 if t.get("async_hold_over_sync_write_after_first") is not None:
@@ -391,6 +399,10 @@ if t.get("async_hold_over_sync_write_after_first") is not None:
              f"{t['async_hold_over_sync_write_after_first_per_round']}); the first checkpoint of a run, which also allocates "
              f"the image, held it {', '.join(f'{x:.3f}' for x in t['async_hold_s_first'])} s "
              f"({', '.join(f'{x:.2f}' for x in t['async_hold_over_sync_write_first'])} of the synchronous write).")
+if t.get("async_copy_s_median") is not None:
+    L.append(f"\nThe async copy (checkpoint_copy_s, on the staging lane beside the next step's forward) took "
+             f"{t['async_copy_s_median']:.3f} s; the step that carried it took {t['async_next_step_extra_s_median']:+.2f} s "
+             f"against its run's median step (medians of the checkpoints after the first).")
 L.append("\n## Resume\n")
 L.append("`--resume latest` of each run with `train.steps` one more and `checkpoint.enabled=false`, page cache dropped first; times from `strace -tt` of the file opens (see the script's header).\n")
 L.append("| round | checkpoint of | restore (manifest to loaded) | verify_files part | read_image + load | process start to restored | whole resume process (1 step) |")

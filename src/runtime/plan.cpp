@@ -29,6 +29,8 @@ const char* to_string(OpKind k) {
     case OpKind::TierEvict: return "tier_evict";
     case OpKind::TierPrefetch: return "tier_prefetch";
     case OpKind::TierWait: return "tier_wait";
+    case OpKind::CheckpointCopy: return "checkpoint_copy";
+    case OpKind::CheckpointWait: return "checkpoint_wait";
   }
   return "?";
 }

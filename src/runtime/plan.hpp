@@ -30,8 +30,10 @@ enum class OpKind : uint8_t {
   TierEvict,     // tiers (staging lane): write states back from the device tier to their home
   TierPrefetch,  // tiers (staging lane): bring a layer's states into the device tier
   TierWait,      // tiers (compute lane): wait for the prefetch of the layer about to step
+  CheckpointCopy,  // checkpoint (staging lane, first): copy the state saved at the last step
+  CheckpointWait,  // checkpoint (compute lane, before the optimizer): wait for that copy
 };
-constexpr int kNumOpKinds = 13;
+constexpr int kNumOpKinds = 15;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);

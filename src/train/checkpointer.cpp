@@ -106,18 +106,58 @@ const float* Checkpointer::live(size_t i) {
 }
 
 void Checkpointer::stage() {
-  // The hold of an async save is this copy, at memory bandwidth: the buffers in memory are
-  // copied on every thread; disk-tier states (one file, not thread-safe) after, on this one.
+  // One thread: in a plan this runs on the staging lane beside the forward pass, and more
+  // threads would take cores from it (the copy is bound by memory bandwidth anyway).
   const int layers = parts_.model.num_layers();
-  const int n = static_cast<int>(image_.buffers.size());
-  for (int i = 0; i < n; ++i) image_.buffers[i].data.resize(sizes_[i]);   // allocated at the first save only
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int i = 0; i < n; ++i) {
-    const float* src = i < layers ? parts_.model.params(i) : parts_.tiers.memory_of(i - layers);
-    if (src && sizes_[i] > 0) std::memcpy(image_.buffers[i].data.data(), src, sizes_[i] * sizeof(float));
+  for (size_t i = 0; i < image_.buffers.size(); ++i) {
+    std::vector<float>& dst = image_.buffers[i].data;
+    dst.resize(sizes_[i]);   // allocated at the first save only
+    if (sizes_[i] == 0) continue;
+    if (i < static_cast<size_t>(layers)) {
+      std::memcpy(dst.data(), parts_.model.params(static_cast<int>(i)), sizes_[i] * sizeof(float));
+    } else {
+      const int id = static_cast<int>(i) - layers;
+      if (const float* src = parts_.tiers.memory_of(id))
+        std::memcpy(dst.data(), src, sizes_[i] * sizeof(float));
+      else
+        parts_.tiers.copy_out(id, dst.data());
+    }
   }
-  for (int i = layers; i < n; ++i)
-    if (!parts_.tiers.memory_of(i - layers)) parts_.tiers.copy_out(i - layers, image_.buffers[i].data.data());
+}
+
+void Checkpointer::PlanOps::micro_begin(PlanBuilder& b, int micro) {
+  copy_op = -1;
+  if (!copy_pending || micro != 0) return;
+  Op op;
+  op.kind = OpKind::CheckpointCopy;
+  op.lane = Lane::Staging;
+  copy_op = b.add(std::move(op));
+}
+
+void Checkpointer::PlanOps::optimizer_begin(PlanBuilder& b) {
+  if (copy_op < 0) return;
+  Op op;
+  op.kind = OpKind::CheckpointWait;
+  op.deps = {copy_op};
+  b.add(std::move(op));
+}
+
+void Checkpointer::bind(Executor& ex) {
+  ex.bind(OpKind::CheckpointCopy, [this](const Op&) { copy_and_start_writer(); });
+  ex.bind(OpKind::CheckpointWait, [](const Op&) {});   // the executor waited for its dependency
+}
+
+void Checkpointer::copy_and_start_writer() {
+  plan_ops_.copy_pending = false;
+  stage();
+  writer_->thread = std::thread([this] {
+    try {
+      write_and_commit();
+    } catch (...) {
+      writer_->error = std::current_exception();
+    }
+    writer_->done = true;
+  });
 }
 
 void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s) {
@@ -180,6 +220,7 @@ void Checkpointer::write_and_commit() {
 }
 
 void Checkpointer::finish() {
+  if (plan_ops_.copy_pending) copy_and_start_writer();   // no step came to copy it
   writer_->join();
   if (writer_->done.exchange(false)) {
     times_.write_s = writer_->write_s;
@@ -192,7 +233,7 @@ void Checkpointer::finish() {
   }
 }
 
-void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s) {
+void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s, bool more_steps) {
   Timer hold;
   finish();   // the previous write, and its error
   lay_out();
@@ -209,19 +250,16 @@ void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s) {
     }
   }
   capture_values(step, tokens, elapsed_s);
-  if (async_) stage();
-  auto write = [this] {
+  if (async_) {
+    plan_ops_.copy_pending = true;
+    if (!more_steps) copy_and_start_writer();
+  } else {
     try {
       write_and_commit();
     } catch (...) {
       writer_->error = std::current_exception();
     }
     writer_->done = true;
-  };
-  if (async_) {
-    writer_->thread = std::thread(write);
-  } else {
-    write();
     finish();
   }
   times_.hold_s += hold.seconds();

@@ -5,16 +5,19 @@
 // elapsed time, and the shadow pipeline's open refreshes with their publish steps. The LR is a
 // function of the step; nothing else in a run draws random numbers (init uses the seed once).
 //
-// save(step) runs at a step boundary (every lane idle). With checkpoint.async it copies the
-// state into the image (allocated at the first save and reused), which is the time the step is
-// held (checkpoint_s); the files are then written and committed on the checkpoint thread while
-// training goes on (checkpoint_write_s), and the next save first waits for the previous write.
-// The copy needs memory for the whole state: when it would take more than half the memory
-// available at the first save, or without async, the files are written in the step straight
-// from where the state lives (parameters, device and host tiers in place; disk-tier state
-// through one buffer of its largest tensor), so a checkpoint never needs a second copy of the
-// state. Retention (checkpoint.keep / keep_every) runs after each commit. A failed write is
-// reported at the next save or at finish().
+// save(step) runs at a step boundary (every lane idle). With checkpoint.async the state is
+// copied into the image (allocated at the first save and reused) by the checkpoint_copy op,
+// first on the staging lane of the next step's plan: the forward pass changes no parameter or
+// optimizer state, so the copy runs beside it, and the checkpoint_wait op before the first
+// optimizer op holds the step only while the copy is unfinished. The files are then written
+// and committed on the checkpoint thread while training goes on (checkpoint_write_s); the next
+// save first waits for the previous write. When no step follows (the last one, a signal), the
+// save copies at once. The copy needs memory for the whole state: when it would take more than
+// half the memory available at the first save, or without async, the files are written in the
+// step straight from where the state lives (parameters, device and host tiers in place;
+// disk-tier state through one buffer of its largest tensor), so a checkpoint never needs a
+// second copy of the state. Retention (checkpoint.keep / keep_every) runs after each commit. A
+// failed write is reported at the next save or at finish().
 //
 // restore(dir) checks the checkpoint (manifest, file sizes and checksums, every tensor with its
 // shape, every value) before it changes anything, then reads it tensor by tensor into the run.
@@ -26,6 +29,8 @@
 #include "data/loader.hpp"
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/plan_builder.hpp"
 #include "runtime/shadow.hpp"
 #include "runtime/tier_manager.hpp"
 #include "train/checkpoint_image.hpp"
@@ -51,7 +56,8 @@ struct ResumePoint {
 };
 
 struct CheckpointTimes {
-  double hold_s = 0;        // the step was held (copy; the whole write when synchronous)
+  double hold_s = 0;        // save() held the step (the whole write when synchronous; the copy's
+                            // wait in the next step is the executor's checkpoint_wait stall)
   double write_s = 0;       // the last finished write (files, fsync, commit)
   size_t bytes = 0;         // the last finished checkpoint's files
 };
@@ -62,9 +68,14 @@ class Checkpointer {
   Checkpointer(const Config& cfg, RunParts parts, std::vector<DataFingerprint> data);
   ~Checkpointer();   // waits for a write in flight
 
-  void save(int64_t step, int64_t tokens, double elapsed_s);
-  // Waits for the write in flight; rethrows its error.
+  // more_steps: another step of this process follows, so an async copy can run in its plan.
+  void save(int64_t step, int64_t tokens, double elapsed_s, bool more_steps);
+  // Waits for the write in flight (doing a pending copy first); rethrows its error.
   void finish();
+  // The checkpoint_copy / checkpoint_wait ops; register the contributor first, so the copy
+  // precedes every tier move on the staging lane.
+  PlanContributor& plan_ops() { return plan_ops_; }
+  void bind(Executor& ex);
   // The times of the last save and the last finished write, reset by the call.
   CheckpointTimes take_times();
 
@@ -73,6 +84,13 @@ class Checkpointer {
 
  private:
   struct Writer;
+  struct PlanOps : PlanContributor {
+    bool copy_pending = false;   // a save waits for its copy in the next step's plan
+    int copy_op = -1;
+    void micro_begin(PlanBuilder& b, int micro) override;
+    void optimizer_begin(PlanBuilder& b) override;
+  };
+  void copy_and_start_writer();
   void lay_out();                  // the image's buffers and pieces (once; no data)
   void capture_values(int64_t step, int64_t tokens, double elapsed_s);
   void stage();                    // copies the tensors into the image (async)
@@ -88,10 +106,11 @@ class Checkpointer {
   bool laid_out_ = false;
   bool async_;
   bool decided_ = false;           // async_ settled against the memory available
-  std::vector<float> scratch_;
-  std::vector<size_t> sizes_;      // floats of each image buffer     // direct writes: a disk-tier state on its way to the file
+  std::vector<float> scratch_;     // direct writes: a disk-tier state on its way to the file
+  std::vector<size_t> sizes_;      // floats of each image buffer
   CheckpointTimes times_;
   std::unique_ptr<Writer> writer_;
+  PlanOps plan_ops_;
 };
 
 // Resolves checkpoint.resume / --resume: "latest" (the newest complete checkpoint under

@@ -50,7 +50,13 @@ ShadowDelay shadow_delay(const Config& cfg) {
 }
 
 // The compute lane's threads: runtime.threads, 0 = all cores (what OpenMP has).
-int compute_threads(const Config& cfg) { return cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads(); }
+// The process's thread counts before any run changed them (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS or
+// the cores), taken at load time: runtime.threads 0 means these in every run of a process, not
+// whatever an earlier run in the same process set (which would change reduction orders).
+const int kDefaultOmpThreads = omp_get_max_threads();
+const int kDefaultBlasThreads = openblas_get_num_threads();
+
+int compute_threads(const Config& cfg) { return cfg.runtime.threads > 0 ? cfg.runtime.threads : kDefaultOmpThreads; }
 
 // runtime.shadow.lane, with auto resolved: the host workers only when they have cores of their
 // own, i.e. the compute lane's threads and the workers together fit the machine's cores; else
@@ -63,9 +69,8 @@ std::string shadow_lane(const Config& cfg) {
 }
 
 void set_threads(int threads) {
-  if (threads <= 0) return;
-  omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  omp_set_num_threads(threads > 0 ? threads : kDefaultOmpThreads);
+  openblas_set_num_threads(threads > 0 ? threads : kDefaultBlasThreads);
 }
 
 }  // namespace
@@ -164,6 +169,14 @@ struct Trainer::Impl {
     }
     executor = std::make_unique<Executor>(pool.get());
     grad_sq.assign(model->num_layers(), 0.0);
+    if (cfg.checkpoint.enabled || !resume_dir.empty()) {
+      std::vector<DataFingerprint> data = {token_file_fingerprint("train", cfg.data.train)};
+      checkpointer = std::make_unique<Checkpointer>(cfg, RunParts{*model, *optimizer, *tiers, shadow.get(), *loader},
+                                                    std::move(data));
+      // First: an async checkpoint's copy precedes every tier move on the staging lane.
+      builder.add_contributor(&checkpointer->plan_ops());
+      checkpointer->bind(*executor);
+    }
     builder.add_contributor(&model_ops);
     // The shadow pipeline's publish_wait(l) and the tiers' tier_wait(l) go before the
     // optimizer's optim_step(l).
@@ -175,12 +188,7 @@ struct Trainer::Impl {
     tiers->bind(*executor);
     builder.add_contributor(&optim_ops);
     bind_handlers();
-    if (cfg.checkpoint.enabled || !resume_dir.empty()) {
-      std::vector<DataFingerprint> data = {token_file_fingerprint("train", cfg.data.train)};
-      checkpointer = std::make_unique<Checkpointer>(cfg, RunParts{*model, *optimizer, *tiers, shadow.get(), *loader},
-                                                    std::move(data));
-      if (!resume_dir.empty()) resumed = checkpointer->restore(resume_dir);
-    }
+    if (!resume_dir.empty()) resumed = checkpointer->restore(resume_dir);
     // Every rank has checked everything before rank 0 writes anything into run.dir.
     comm->barrier("the ranks' startup checks");
   }
@@ -385,7 +393,10 @@ struct Trainer::Impl {
       // the last save (the hold between it and this step) go on this line.
       if (checkpointer) {
         const CheckpointTimes ct = checkpointer->take_times();
-        if (ct.hold_s > 0) rec["checkpoint_s"] = ct.hold_s;
+        // The save's own hold plus this step's wait for the async copy, which ran beside its forward.
+        const double held = ct.hold_s + executor->wait_seconds(OpKind::CheckpointWait);
+        if (held > 0) rec["checkpoint_s"] = held;
+        if (executor->seconds(OpKind::CheckpointCopy) > 0) rec["checkpoint_copy_s"] = executor->seconds(OpKind::CheckpointCopy);
         if (ct.bytes > 0) {
           rec["checkpoint_bytes"] = ct.bytes;
           rec["checkpoint_write_s"] = ct.write_s;
@@ -397,7 +408,7 @@ struct Trainer::Impl {
       const int sig = shared[1] > 0 ? (signals.pending() ? signals.pending() : SIGTERM) : 0;
       if (checkpointer && cfg.checkpoint.enabled && writer() &&
           ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
-        checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds());
+        checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds(), step < last && !sig);
         result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
       }
       result.final_loss = loss;
