@@ -151,6 +151,31 @@ void Hdf5File::read(const std::string& dataset, double* out, size_t count) const
   read_dataset(file_, path_, dataset, out, count, H5T_NATIVE_DOUBLE, element_count(shape(dataset)));
 }
 
+bool Hdf5File::is_dataset(const std::string& object) const {
+  if (!exists(object)) return false;
+  H5O_info_t info;
+  if (H5Oget_info_by_name(file_, object.c_str(), &info, H5P_DEFAULT) < 0) return false;
+  return info.type == H5O_TYPE_DATASET;
+}
+
+void Hdf5File::read_rows(const std::string& dataset, int64_t row0, int64_t rows, float* out) const {
+  const std::vector<int64_t> dims = shape(dataset);
+  if (dims.size() != 2 || row0 < 0 || rows < 0 || row0 + rows > dims[0])
+    fail(path_, ": dataset '", dataset, "' has no rows ", row0, "-", row0 + rows - 1, " (it is not a matrix of at least ",
+         row0 + rows, " rows)");
+  if (rows == 0) return;
+  hid_t d = H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT);
+  hid_t space = H5Dget_space(d);
+  const hsize_t start[2] = {static_cast<hsize_t>(row0), 0}, count[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(dims[1])};
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  hid_t mem = H5Screate_simple(2, count, nullptr);
+  const herr_t st = H5Dread(d, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, out);
+  H5Sclose(mem);
+  H5Sclose(space);
+  H5Dclose(d);
+  if (st < 0) fail(path_, ": cannot read rows of dataset '", dataset, "' (truncated or corrupt file?)");
+}
+
 namespace {
 
 template <class T>

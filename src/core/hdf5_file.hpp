@@ -31,6 +31,9 @@ class Hdf5File {
   // dataset when it is missing, not floating point, or of another size.
   void read(const std::string& dataset, float* out, size_t count) const;
   void read(const std::string& dataset, double* out, size_t count) const;
+  bool is_dataset(const std::string& object) const;       // exists and is a dataset (not a group)
+  // Rows [row0, row0 + rows) of a 2-D float dataset into `out` (rows x its columns).
+  void read_rows(const std::string& dataset, int64_t row0, int64_t rows, float* out) const;
   void write(const std::string& dataset, const std::vector<int64_t>& shape, const double* data);
   void write(const std::string& dataset, const std::vector<int64_t>& shape, const float* data);
   void flush();

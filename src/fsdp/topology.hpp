@@ -14,11 +14,16 @@ namespace asteria {
 struct Topology {
   int world_size = 1, rank = 0;
   int ranks_per_node = 1, nodes = 1, node = 0, local_rank = 0;
-  std::unique_ptr<Communicator> world, intra, inter;
+  Communicator* world = nullptr;
+  std::unique_ptr<Communicator> intra, inter;
+  std::unique_ptr<Communicator> owned_world;   // when make_topology was given ownership
+  void set_timeout(double seconds);            // of all three
 };
 
 // Every rank calls it (it splits the world communicator). ranks_per_node_override 0: from the
-// world's shared-memory ranks. An Error when the world is not a whole number of nodes.
+// world's shared-memory ranks. An Error when the world is not a whole number of nodes. The
+// first form borrows `world` (it must outlive the topology), the second owns it.
+Topology make_topology(Communicator& world, int ranks_per_node_override);
 Topology make_topology(std::unique_ptr<Communicator> world, int ranks_per_node_override);
 
 }  // namespace asteria

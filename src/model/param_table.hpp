@@ -17,6 +17,8 @@ struct ParamEntry {
   size_t offset = 0;            // in elements from the start of the layer's buffer
   size_t numel = 0;
   ParamClass cls = ParamClass::Matrix;
+  int64_t row_offset = 0;       // a shard's row-block of a tensor: its first row in the tensor,
+  int64_t tensor_rows = 0;      // and the tensor's rows (0: the entry is the whole tensor)
 };
 
 struct ParamTable {

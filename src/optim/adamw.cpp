@@ -26,7 +26,7 @@ AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryF
       const bool decay = e.cls == ParamClass::Matrix ||
                          (e.cls == ParamClass::Embedding && p_.decay_embeddings) ||
                          (e.cls == ParamClass::Norm && p_.decay_norms);
-      owned.push_back({e.offset, n, e.numel, decay, e.name, e.shape});
+      owned.push_back({e.offset, n, e.numel, decay, e.name, e.shape, e.row_offset, e.tensor_rows});
       n += e.numel;
     }
     owned_.push_back(std::move(owned));
@@ -62,7 +62,8 @@ std::vector<std::vector<StatePiece>> AdamW::state_pieces(int layer) const {
   for (const char* moment : {"m", "v"}) {
     out.emplace_back();
     for (const OwnedEntry& e : owned_[layer])
-      out.back().push_back({state_piece_name("optim/adamw", e.name, moment), e.shape, e.state_offset, {}});
+      out.back().push_back({state_piece_name("optim/adamw", e.name, moment), e.shape, e.state_offset, {}, e.row_offset,
+                            e.tensor_rows});
   }
   return out;
 }

@@ -52,6 +52,7 @@ class AdamW final : public Optimizer {
     bool decay;
     std::string name;      // the parameter tensor's
     std::vector<int64_t> shape;
+    int64_t row_offset = 0, tensor_rows = 0;   // a shard's row-block (param_table.hpp)
   };
   AdamWParams p_;
   std::vector<std::vector<OwnedEntry>> owned_;   // per layer

@@ -32,14 +32,14 @@ std::vector<MatrixBlock> layer_blocks(int layer, const ParamTable& table, int64_
         b.layer = layer;
         b.entry = i;
         b.index = index++;
-        b.row0 = r0;
+        b.row0 = e.row_offset + r0;   // in the whole tensor: names and checkpoints
         b.rows = rn;
         b.col0 = c0;
         b.cols = cn;
         b.ld = e.shape[1];
         b.offset = e.offset + static_cast<size_t>(r0 * e.shape[1] + c0);
-        b.name = e.name + "[" + std::to_string(b.index) + "]: rows " + std::to_string(r0) + "-" +
-                 std::to_string(r0 + rn - 1) + ", cols " + std::to_string(c0) + "-" +
+        b.name = e.name + "[" + std::to_string(b.index) + "]: rows " + std::to_string(b.row0) + "-" +
+                 std::to_string(b.row0 + rn - 1) + ", cols " + std::to_string(c0) + "-" +
                  std::to_string(c0 + cn - 1);
         blocks.push_back(std::move(b));
       }

@@ -15,7 +15,7 @@ struct MatrixBlock {
   int layer = 0;
   int entry = 0;        // index in the layer's ParamTable
   int index = 0;        // block number within the entry
-  int64_t row0 = 0, rows = 0;
+  int64_t row0 = 0, rows = 0;  // row0: in the whole tensor (entry.row_offset + the block's row)
   int64_t col0 = 0, cols = 0;
   int64_t ld = 0;       // row stride of the whole matrix
   size_t offset = 0;    // element offset of (row0, col0) in the layer's flat buffer

@@ -28,6 +28,9 @@ struct StatePiece {
   std::vector<int64_t> shape;
   size_t offset = 0;             // floats from the start of the state tensor
   std::vector<int64_t> block;
+  // tensor_rows > 0: the piece is rows [row0, row0 + shape[0]) of a tensor of tensor_rows rows
+  // (a shard's row-block of it), stored as "<name>/rows_<first>_<end>".
+  int64_t row0 = 0, tensor_rows = 0;
   size_t count() const {
     size_t n = 1;
     for (int64_t d : shape) n *= static_cast<size_t>(d);

@@ -54,6 +54,7 @@ class SecondOrderOptimizer final : public Optimizer {
   void restore_counters(const std::vector<OptimizerCounters>& saved) override;
 
   const std::vector<MatrixBlock>& blocks(int layer) const { return blocks_[layer]; }
+  const std::string& entry_name(int layer, int entry) const { return entry_names_[layer][entry]; }
   BlockPreconditioner& preconditioner(int layer, int block) { return *precond_[layer][block]; }
   int num_layers() const { return static_cast<int>(blocks_.size()); }
   const RefreshSchedule& schedule() const { return schedule_; }

@@ -25,7 +25,7 @@ std::vector<std::vector<StatePiece>> UpdateCompensation::state_pieces(int l) con
   if (!enabled() || states_[l].size() == 0) return {};
   std::vector<StatePiece> pieces;
   for (const ParamEntry& e : tables_[l].entries)
-    pieces.push_back({state_piece_name("optim/compensation", e.name), e.shape, e.offset, {}});
+    pieces.push_back({state_piece_name("optim/compensation", e.name), e.shape, e.offset, {}, e.row_offset, e.tensor_rows});
   return {pieces};
 }
 

@@ -6,7 +6,7 @@
 namespace asteria {
 
 Executor::Executor(WorkerPool* host_pool) : pool_(host_pool) {
-  staging_ = std::thread([this] { staging_loop(); });
+  for (int lane = 0; lane < 2; ++lane) lanes_[lane] = std::thread([this, lane] { lane_loop(lane); });
 }
 
 Executor::~Executor() {
@@ -15,7 +15,7 @@ Executor::~Executor() {
     stop_ = true;
   }
   cv_.notify_all();
-  staging_.join();
+  for (std::thread& t : lanes_) t.join();
 }
 
 void Executor::bind(OpKind kind, Handler h) { handlers_[static_cast<int>(kind)] = std::move(h); }
@@ -48,7 +48,7 @@ void Executor::mark_done(int id) {
 
 // Waits until every dependency of op has finished. Dependencies come earlier in the plan (the
 // builder guarantees it); a compute op's compute dependencies have run already, so only staging
-// dependencies are waited for. Host ops never finish within a plan: depending on one is a
+// and comm dependencies are waited for. Host ops never finish within a plan: depending on one is a
 // planning bug (host results are consumed through their owner).
 void Executor::wait_for(const Op& op, bool count_stall) {
   for (int d : op.deps) {
@@ -62,19 +62,21 @@ void Executor::wait_for(const Op& op, bool count_stall) {
       if (!done_[d]) return false;
     return true;
   };
-  // A failed staging op marks itself done: the compute lane must not run on what it left.
-  if (count_stall && staging_error_) std::rethrow_exception(staging_error_);
+  // A failed staging or comm op marks itself done: the compute lane must not run on what it left.
+  if (count_stall && lane_error_) std::rethrow_exception(lane_error_);
   if (ready()) return;
   if (op.lane == Lane::Compute)
     for (int d : op.deps)
-      ASTERIA_ASSERT(done_[d] || plan_->ops[d].lane == Lane::Staging, "op ", op.id, " (", to_string(op.kind),
+      ASTERIA_ASSERT(done_[d] || plan_->ops[d].lane == Lane::Staging || plan_->ops[d].lane == Lane::Comm, "op ", op.id,
+                     " (", to_string(op.kind),
                      ") runs before its dependency ", d);
   Timer t;
-  cv_.wait(lock, [&] { return ready() || (count_stall && staging_error_); });
+  // A lane op whose dependency failed gives up too (the error is rethrown by run()).
+  cv_.wait(lock, [&] { return ready() || lane_error_; });
   if (count_stall) {
     compute_wait_s_ += t.seconds();
     wait_s_[static_cast<int>(op.kind)] += t.seconds();
-    if (staging_error_) std::rethrow_exception(staging_error_);
+    if (lane_error_) std::rethrow_exception(lane_error_);
   }
 }
 
@@ -87,30 +89,31 @@ void Executor::run_op(const Op& op) {
   seconds_[static_cast<int>(op.kind)] += t.seconds();
 }
 
-void Executor::staging_loop() {
+void Executor::lane_loop(int lane) {
+  std::deque<int>& queue = queues_[lane];
   for (;;) {
     int id;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !staging_queue_.empty(); });
-      if (stop_ && staging_queue_.empty()) return;
-      id = staging_queue_.front();
-      staging_queue_.pop_front();
+      cv_.wait(lock, [&] { return stop_ || !queue.empty(); });
+      if (stop_ && queue.empty()) return;
+      id = queue.front();
+      queue.pop_front();
     }
     const Op& op = plan_->ops[id];
     bool skip;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      skip = static_cast<bool>(staging_error_);
+      skip = static_cast<bool>(lane_error_);
     }
     if (!skip) wait_for(op, false);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      skip = static_cast<bool>(staging_error_);
+      skip = static_cast<bool>(lane_error_);
     }
     try {
       if (skip) {
-        // A staging op failed: the rest of the plan is abandoned.
+        // A staging or comm op failed: the rest of the plan is abandoned.
       } else if (op.lane == Lane::Host) {
         // Submitted in plan order once its (staging / compute) dependencies finished.
         const HostHandler& h = host_handlers_[static_cast<int>(op.kind)];
@@ -123,11 +126,11 @@ void Executor::staging_loop() {
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!staging_error_) staging_error_ = std::current_exception();
+      if (!lane_error_) lane_error_ = std::current_exception();
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      --staging_outstanding_;
+      --outstanding_;
       if (op.lane != Lane::Host) done_[id] = 1;
     }
     cv_.notify_all();
@@ -139,27 +142,27 @@ void Executor::run(const Plan& plan) {
     std::lock_guard<std::mutex> lock(mu_);
     plan_ = &plan;
     done_.assign(plan.ops.size(), 0);
-    staging_outstanding_ = 0;
-    staging_error_ = nullptr;
+    outstanding_ = 0;
+    lane_error_ = nullptr;
   }
   try {
     run_compute(plan);
   } catch (...) {
-    // The staging lane still reads the plan: let it finish (or skip) its queue first.
+    // The staging and comm lanes still read the plan: let them finish (or skip) their queues first.
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!staging_error_) staging_error_ = std::current_exception();
+      if (!lane_error_) lane_error_ = std::current_exception();
     }
     cv_.notify_all();
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return staging_outstanding_ == 0; });
-    std::rethrow_exception(staging_error_);
+    cv_.wait(lock, [this] { return outstanding_ == 0; });
+    std::rethrow_exception(lane_error_);
   }
   std::unique_lock<std::mutex> lock(mu_);
   Timer t;
-  cv_.wait(lock, [this] { return staging_outstanding_ == 0; });
+  cv_.wait(lock, [this] { return outstanding_ == 0; });
   compute_wait_s_ += t.seconds();
-  if (staging_error_) std::rethrow_exception(staging_error_);
+  if (lane_error_) std::rethrow_exception(lane_error_);
 }
 
 void Executor::run_compute(const Plan& plan) {
@@ -169,12 +172,10 @@ void Executor::run_compute(const Plan& plan) {
       run_op(op);
       mark_done(op.id);
     } else {
-      ASTERIA_ASSERT(op.lane != Lane::Comm, "op ", op.id, " (", to_string(op.kind),
-                     ") is on lane 'comm', which has no worker in this build");
       {
         std::lock_guard<std::mutex> lock(mu_);
-        staging_queue_.push_back(op.id);
-        ++staging_outstanding_;
+        queues_[op.lane == Lane::Comm ? 1 : 0].push_back(op.id);
+        ++outstanding_;
       }
       cv_.notify_all();
     }

@@ -1,18 +1,24 @@
 #pragma once
 // Runs a plan over its lanes:
 //   compute  ops run on the calling thread, in plan order;
-//   staging  ops run in plan order on the executor's staging thread (tier moves, snapshots);
+//   staging  ops run in plan order on the executor's staging thread (tier moves, snapshots,
+//            the checkpoint copy);
+//   comm     ops run in plan order on the executor's comm thread (collectives: parameter
+//            gathers, gradient reductions), the only thread that calls the communicator while
+//            a plan runs;
 //   host     ops are handed, in plan order and once their dependencies finished, to the host
 //            worker pool (shadow root jobs); they outlive the step: whoever consumes their
 //            results waits for them (the shadow pipeline's publish barrier), not the executor.
-// Before an op runs, the executor checks that each dependency has finished (a compute op waits
-// for staging dependencies and the wait is counted as stall) and that every state it touches is
-// resident (through the residency check, when one is installed); a violation is a bug and aborts
-// loudly. run() returns when every compute and staging op of the plan has finished and every
-// host op was submitted. Time spent per op kind is accumulated for the metrics.
-// An exception thrown by a staging op (e.g. a disk tier checksum error) skips the rest of the
-// staging queue and is rethrown by run() on the calling thread, after the staging lane stopped
-// touching the plan; so is one thrown by a compute op.
+// A staging or comm op is queued when the compute lane reaches it in plan order, then waits for
+// its dependencies on its own thread. Before an op runs, the executor checks that each
+// dependency has finished (a compute op waits for staging and comm dependencies and the wait
+// is counted as stall, by the kind of the op that waited) and that every state it touches is
+// resident (through the residency check, when one is installed); a violation is a bug and
+// aborts loudly. run() returns when every compute, staging and comm op of the plan has finished
+// and every host op was submitted. Time spent per op kind is accumulated for the metrics.
+// An exception thrown by a staging or comm op (a disk tier checksum error, a collective's
+// timeout) skips the rest of both queues and is rethrown by run() on the calling thread, after
+// both lanes stopped touching the plan; so is one thrown by a compute op.
 #include <array>
 #include <condition_variable>
 #include <deque>
@@ -60,7 +66,7 @@ class Executor {
   void run_op(const Op& op);
   void mark_done(int id);
   void wait_for(const Op& op, bool count_stall);
-  void staging_loop();
+  void lane_loop(int lane);   // 0: staging (and host submission), 1: comm
   void run_compute(const Plan& plan);
 
   std::array<Handler, kNumOpKinds> handlers_;
@@ -68,7 +74,7 @@ class Executor {
   std::array<double, kNumOpKinds> seconds_{};
   std::array<double, kNumOpKinds> wait_s_{};
   double compute_wait_s_ = 0;
-  std::exception_ptr staging_error_;   // guarded by mu_
+  std::exception_ptr lane_error_;   // guarded by mu_
   ResidencyCheck residency_;
   WorkerPool* pool_;
 
@@ -76,10 +82,10 @@ class Executor {
   std::vector<uint8_t> done_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<int> staging_queue_;
-  int staging_outstanding_ = 0;
+  std::array<std::deque<int>, 2> queues_;   // staging, comm
+  int outstanding_ = 0;                     // queued or running staging and comm ops
   bool stop_ = false;
-  std::thread staging_;
+  std::array<std::thread, 2> lanes_;
 };
 
 }  // namespace asteria

@@ -31,6 +31,9 @@ const char* to_string(OpKind k) {
     case OpKind::TierWait: return "tier_wait";
     case OpKind::CheckpointCopy: return "checkpoint_copy";
     case OpKind::CheckpointWait: return "checkpoint_wait";
+    case OpKind::Gather: return "gather";
+    case OpKind::ReduceScatter: return "reduce_scatter";
+    case OpKind::AllReduce: return "all_reduce";
   }
   return "?";
 }

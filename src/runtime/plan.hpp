@@ -32,8 +32,11 @@ enum class OpKind : uint8_t {
   TierWait,      // tiers (compute lane): wait for the prefetch of the layer about to step
   CheckpointCopy,  // checkpoint (staging lane, first): copy the state saved at the last step
   CheckpointWait,  // checkpoint (compute lane, before the optimizer): wait for that copy
+  Gather,        // fsdp (comm lane): all-gather a layer's parameter shards before its forward
+  ReduceScatter, // fsdp (comm lane): the owners' shards of a layer's gradient, summed
+  AllReduce,     // fsdp none (comm lane): a layer's whole gradient summed over the replicas
 };
-constexpr int kNumOpKinds = 15;
+constexpr int kNumOpKinds = 18;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);

@@ -34,6 +34,7 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
   std::vector<double>& batch = batch_;
   members.assign(static_cast<size_t>(F), {});
   batch.assign(static_cast<size_t>(F), 0.0);
+  if (refreshes_.empty()) return;   // no blocks here (a sharded rank may own none)
   auto residues_of = [&](size_t i, std::set<size_t>& out) {
     for (int64_t lag : refreshes_[i].lag) out.insert(residue(refreshes_[i], lag));
   };

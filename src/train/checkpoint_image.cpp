@@ -1,6 +1,7 @@
 #include "train/checkpoint_image.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "core/error.hpp"
@@ -19,6 +20,70 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 // "/optim/blocks/<tensor>/<row0>_<col0>/L" -> "/optim/blocks/<tensor>/<row0>_<col0>/block"
 std::string block_dataset(const StatePiece& p) { return "/" + p.name.substr(0, p.name.rfind('/')) + "/block"; }
+
+// The dataset a piece is written as: the global name, or for a shard's row-block of a tensor
+// "<name>/rows_<first>_<end>".
+std::string piece_dataset(const StatePiece& p) {
+  if (p.tensor_rows == 0) return "/" + p.name;
+  return "/" + p.name + "/rows_" + std::to_string(p.row0) + "_" + std::to_string(p.row0 + p.shape[0]);
+}
+
+// Where a piece's values are in a file. A checkpoint written at another world size may hold the
+// piece's tensor whole (one rank) or cut into other row-blocks (several ranks); since shards
+// are made of whole units, the rows a reader needs are always whole row-blocks of the writer's.
+struct PieceSource {
+  struct Part {
+    std::string dataset;
+    int64_t src_row0 = 0;   // first row to read from the dataset
+    int64_t rows = 0;
+    int64_t out_row = 0;    // where they go in the piece
+  };
+  std::vector<Part> parts;
+};
+
+PieceSource find_piece(const Hdf5File& f, const StatePiece& p, const std::string& path) {
+  const std::string whole = "/" + p.name;
+  const bool slice = p.tensor_rows > 0;
+  const std::vector<int64_t> global = slice ? std::vector<int64_t>{p.tensor_rows, p.shape[1]} : p.shape;
+  const int64_t first = slice ? p.row0 : 0;
+  const int64_t rows = p.shape.empty() ? 1 : p.shape[0];
+  const int64_t row_numel = p.shape.size() == 2 ? p.shape[1] : 0;
+  PieceSource src;
+  if (f.is_dataset(whole)) {
+    const std::vector<int64_t> shape = f.shape(whole);
+    if (shape != global)
+      fail(path, ": tensor '", p.name, "' has shape ", shape_text(shape), ", this run needs ", shape_text(global));
+    src.parts.push_back({whole, first, slice ? rows : 0, 0});   // rows 0: the whole dataset
+    return src;
+  }
+  if (!f.exists(whole) || p.shape.size() != 2) fail(path, ": tensor '", p.name, "' is missing");
+  // Row-blocks "rows_<a>_<b>": those inside [first, first + rows) must tile it.
+  int64_t at = first;
+  for (const std::string& m : f.members(whole)) {
+    long long a = 0, b = 0;
+    if (std::sscanf(m.c_str(), "rows_%lld_%lld", &a, &b) != 2) continue;
+    if (b <= first || a >= first + rows) continue;
+    const std::string ds = whole + "/" + m;
+    if (a != at || b > first + rows || f.shape(ds) != std::vector<int64_t>{b - a, row_numel})
+      fail(path, ": tensor '", p.name, "': its row-block ", m, " does not fit the rows ", first, "-", first + rows - 1,
+           " of shape ", shape_text(global), " that this run needs");
+    src.parts.push_back({ds, 0, b - a, a - first});
+    at = b;
+  }
+  if (at != first + rows)
+    fail(path, ": tensor '", p.name, "' is missing rows ", at, "-", first + rows - 1, " (of shape ", shape_text(global), ")");
+  return src;
+}
+
+void read_piece(const Hdf5File& f, const StatePiece& p, const std::string& path, float* out) {
+  const int64_t row_numel = p.shape.size() == 2 ? p.shape[1] : 0;
+  for (const PieceSource::Part& part : find_piece(f, p, path).parts) {
+    if (part.rows == 0)
+      f.read(part.dataset, out, p.count());
+    else
+      f.read_rows(part.dataset, part.src_row0, part.rows, out + part.out_row * row_numel);
+  }
+}
 
 // Writeback is started every this many bytes written, so the disk writes while write_image goes
 // on filling the page cache, instead of starting at the caller's fsync (or when the kernel's
@@ -44,7 +109,7 @@ void write_image(const std::string& path, const CheckpointImage& image, const Im
       const float* data = source ? source(i) : b.data.data();
       for (const StatePiece& p : b.pieces) {
         ASTERIA_ASSERT(source || p.offset + p.count() <= b.data.size(), "piece ", p.name, " lies outside its buffer");
-        f.write("/" + p.name, p.shape, data + p.offset);
+        f.write(piece_dataset(p), p.shape, data + p.offset);
         if (!p.block.empty() && blocks.insert(block_dataset(p)).second) {
           const std::vector<double> coords(p.block.begin(), p.block.end());
           f.write(block_dataset(p), {static_cast<int64_t>(coords.size())}, coords.data());
@@ -71,11 +136,7 @@ void check_image(const std::string& path, CheckpointImage& image) {
   Hdf5File f(path, Hdf5File::Mode::Read);
   for (ImageBuffer& b : image.buffers)
     for (const StatePiece& p : b.pieces) {
-      const std::string ds = "/" + p.name;
-      if (!f.exists(ds)) fail(path, ": tensor '", p.name, "' is missing");
-      const std::vector<int64_t> shape = f.shape(ds);
-      if (shape != p.shape)
-        fail(path, ": tensor '", p.name, "' has shape ", shape_text(shape), ", this run needs ", shape_text(p.shape));
+      find_piece(f, p, path);
       if (!p.block.empty()) {
         std::vector<double> coords(4);
         if (!f.exists(block_dataset(p))) fail(path, ": the block coordinates of '", p.name, "' are missing");
@@ -109,7 +170,7 @@ void read_tensors(const std::string& path, CheckpointImage& image, const ImageSi
       out = scratch.data();
     }
     ASTERIA_ASSERT(sink || b.data.size() >= size, "image buffer ", i, " is not sized for its pieces");
-    for (const StatePiece& p : b.pieces) f.read("/" + p.name, out + p.offset, p.count());
+    for (const StatePiece& p : b.pieces) read_piece(f, p, path, out + p.offset);
     if (sink) sink(i, out);
   }
 }

@@ -9,6 +9,8 @@
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
+#include "optim/blocks.hpp"
+#include "optim/second_order.hpp"
 #include "train/checkpoint_store.hpp"
 
 namespace fs = std::filesystem;
@@ -95,6 +97,29 @@ void Checkpointer::lay_out() {
   laid_out_ = true;
 }
 
+// Open refreshes are stored by the block's index among the whole layer's blocks (its index in a
+// one-rank run), so any sharding reads them; a sharded rank's optimizer numbers its own blocks.
+int Checkpointer::global_block(int layer, int local) const {
+  const auto& so = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
+  const MatrixBlock& b = so.blocks(layer)[local];
+  const ParamTable& whole = parts_.model.table(layer);
+  const std::vector<MatrixBlock> all =
+      layer_blocks(layer, whole, cfg_.optim.max_preconditioner_dim, cfg_.optim.precondition_embeddings);
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].row0 == b.row0 && all[i].col0 == b.col0 && whole.entries[all[i].entry].name == so.entry_name(layer, b.entry))
+      return static_cast<int>(i);
+  ASTERIA_ASSERT(false, "block ", b.name, " is not a block of layer ", layer);
+  return -1;
+}
+
+int Checkpointer::local_block(int layer, int global) const {
+  const auto& so = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
+  const std::vector<MatrixBlock>& mine = so.blocks(layer);
+  for (int i = 0; i < static_cast<int>(mine.size()); ++i)
+    if (global_block(layer, i) == global) return i;
+  return -1;
+}
+
 const float* Checkpointer::live(size_t i) {
   const int layers = parts_.model.num_layers();
   if (i < static_cast<size_t>(layers)) return parts_.model.params(static_cast<int>(i));
@@ -177,7 +202,7 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
     for (size_t k = 0; k < open.size(); ++k) {
       const OpenRefresh& r = open[k];
       const std::string key = "shadow.open." + std::to_string(k) + ".";
-      v[key + "where"] = {static_cast<double>(r.layer),    static_cast<double>(r.block),
+      v[key + "where"] = {static_cast<double>(r.layer),    static_cast<double>(global_block(r.layer, r.block)),
                           static_cast<double>(r.publish_step), static_cast<double>(r.job.rows),
                           static_cast<double>(r.job.cols), static_cast<double>(static_cast<int>(r.job.status)),
                           static_cast<double>(r.job.left_newton_done), static_cast<double>(r.job.right_newton_done)};
@@ -305,7 +330,8 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
       const std::vector<double>& w = value(key + "where", 8);
       OpenRefresh r;
       r.layer = static_cast<int>(w[0]);
-      r.block = static_cast<int>(w[1]);
+      r.block = local_block(r.layer, static_cast<int>(w[1]));
+      if (r.block < 0) continue;   // another rank's block (a sharded run)
       r.publish_step = static_cast<int64_t>(w[2]);
       r.job.rows = static_cast<int64_t>(w[3]);
       r.job.cols = static_cast<int64_t>(w[4]);

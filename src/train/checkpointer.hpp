@@ -96,6 +96,8 @@ class Checkpointer {
   void stage();                    // copies the tensors into the image (async)
   const float* live(size_t buffer);   // where buffer i is now (direct writes)
   void write_and_commit();
+  int global_block(int layer, int local) const;   // a block's index among the whole layer's
+  int local_block(int layer, int global) const;   // -1: not this rank's
   Manifest manifest_for(int64_t step, int64_t tokens, double elapsed_s) const;
 
   const Config& cfg_;

@@ -121,8 +121,10 @@ struct RuntimeConfig {
 uint64_t parse_byte_size(const std::string& text);
 
 struct DistributedConfig {
-  std::string fsdp = "full";    // full, hybrid (sharded: not built yet), none (replicated)
+  std::string fsdp = "full";    // full, hybrid (sharded in a node, replicated across), none (replicated)
   int ranks_per_node = 0;       // 0 = from MPI
+  int prefetch = 2;             // sharded: layers whose gather runs ahead of the forward
+  bool check_every_step = false;   // the ranks' parameters compared every step (else at the end)
   double timeout_s = 300;       // a collective not done by then ends the job, naming it
 };
 

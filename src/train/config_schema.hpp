@@ -179,6 +179,8 @@ template <class V>
 void visit(V& v, DistributedConfig& d) {
   v.field("fsdp", d.fsdp, one_of({"full", "hybrid", "none"}));
   v.field("ranks_per_node", d.ranks_per_node, at_least(0));
+  v.field("prefetch", d.prefetch, at_least(1));
+  v.field("check_every_step", d.check_every_step, any());
   v.field("timeout_s", d.timeout_s, positive());
 }
 

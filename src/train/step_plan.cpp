@@ -27,6 +27,9 @@ void ModelStepOps::forward(PlanBuilder& b, int layer, int micro) {
   op.micro = micro;
   op.deps = {layer == 0 ? b.find(OpKind::LoadBatch, -1, micro)
                         : b.find(OpKind::Forward, layer - 1, micro)};
+  // Sharded: the layer's parameters gathered first (the tied head reads the embedding, gathered
+  // long before it).
+  if (const int gather = micro == 0 ? b.find(OpKind::Gather, layer) : -1; gather >= 0) op.deps.push_back(gather);
   op.reads = {params(layer)};
   if (layer == 0 || layer == last) op.reads.push_back(batch());
   if (layer == last && tied_head_) op.reads.push_back(params(0));
@@ -58,6 +61,9 @@ void OptimizerStepOps::backward(PlanBuilder& b, int layer, int micro) {
   op.kind = OpKind::GradNorm;
   op.layer = layer;
   op.deps = {b.find(OpKind::Backward, layer, micro)};
+  // Several ranks: the norm of the reduced gradient (this rank's shard of it when sharded).
+  for (OpKind k : {OpKind::ReduceScatter, OpKind::AllReduce})
+    if (const int reduce = b.find(k, layer); reduce >= 0) op.deps.push_back(reduce);
   op.reads = {grads(layer)};
   b.add(std::move(op));
 }

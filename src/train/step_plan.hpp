@@ -1,8 +1,10 @@
 #pragma once
 // The plan contributors of a training step on one process:
 //   ModelStepOps      load_batch(m), forward(l, m), backward(l, m)
-//   OptimizerStepOps  grad_norm(l) after the last micro-batch's backward of l, clip_grads,
+//   OptimizerStepOps  grad_norm(l) after the last micro-batch's backward of l (and after the
+//                     gradient's reduction when there are several ranks), clip_grads,
 //                     optim_step(l) (which also zeroes the layer's gradient for the next step)
+// A forward of the first micro-batch waits for the layer's gather when the plan has one.
 // They only describe the step; the trainer binds the handlers that do the work.
 #include "runtime/plan_builder.hpp"
 

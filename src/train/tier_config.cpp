@@ -26,9 +26,11 @@ std::string disk_tier_file(const Config& cfg) {
   return (dir / ("state-" + std::to_string(::getpid()) + ".bin")).string();
 }
 
-TierLayout configured_tier_layout(const Config& cfg) {
+TierLayout configured_tier_layout(const Config& cfg) { return configured_tier_layout(cfg, model_param_tables(cfg.model)); }
+
+TierLayout configured_tier_layout(const Config& cfg, const std::vector<ParamTable>& tables) {
   try {
-    return place_and_plan_states(optimizer_state_specs(cfg.optim, model_param_tables(cfg.model)), tier_options(cfg));
+    return place_and_plan_states(optimizer_state_specs(cfg.optim, tables), tier_options(cfg));
   } catch (const Error& e) {
     fail(cfg.source, ": runtime.tiers: ", e.what());
   }

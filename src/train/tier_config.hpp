@@ -1,6 +1,9 @@
 #pragma once
 // The tiered state manager's settings resolved from the config (runtime.tiers).
 #include <string>
+#include <vector>
+
+#include "model/param_table.hpp"
 
 #include "runtime/tier_layout.hpp"
 #include "train/config.hpp"
@@ -13,5 +16,7 @@ std::string disk_tier_file(const Config& cfg);
 // The placement of the configured optimizer's state (no optimizer is built); errors are
 // prefixed with the config's source.
 TierLayout configured_tier_layout(const Config& cfg);
+// The same for the optimizer of these tables (a rank's shards).
+TierLayout configured_tier_layout(const Config& cfg, const std::vector<ParamTable>& tables);
 
 }  // namespace asteria

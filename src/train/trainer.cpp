@@ -15,6 +15,9 @@
 #include "data/loader.hpp"
 #include "data/token_file.hpp"
 #include "fsdp/communicator.hpp"
+#include "fsdp/sharding.hpp"
+#include "fsdp/sharding_plan_ops.hpp"
+#include "fsdp/topology.hpp"
 #include "model/model.hpp"
 #include "runtime/executor.hpp"
 #include "optim/refresh_schedule.hpp"
@@ -80,6 +83,9 @@ struct Trainer::Impl {
   std::unique_ptr<Communicator> own_comm;   // local, when the caller gave none
   Communicator* comm = nullptr;
   int rank = 0, world = 1;
+  Topology topo;
+  std::unique_ptr<Sharding> sharding;
+  std::unique_ptr<ShardingPlanOps> sharding_ops;
   bool writer() const { return rank == 0; }   // the rank that writes run.dir
   TokenFile train_file, eval_file;
   std::unique_ptr<TrainLoader> loader;
@@ -118,10 +124,8 @@ struct Trainer::Impl {
     comm = world_comm;
     rank = comm->rank();
     world = comm->size();
-    comm->set_timeout(cfg.distributed.timeout_s);
-    if (world > 1 && cfg.distributed.fsdp != "none")
-      fail(cfg.source, ": distributed.fsdp '", cfg.distributed.fsdp, "' (sharded) is not built yet; with ", world,
-           " ranks use distributed.fsdp=none (every rank holds the whole state)");
+    topo = make_topology(*comm, cfg.distributed.ranks_per_node);
+    topo.set_timeout(cfg.distributed.timeout_s);
     check_supported(cfg);
     ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
                   "made by `asteria-data encode`)");
@@ -156,10 +160,23 @@ struct Trainer::Impl {
     model->init(cfg.seed);
     std::vector<ParamTable> tables;
     for (int l = 0; l < model->num_layers(); ++l) tables.push_back(model->table(l));
+    // This rank's part of every layer (all of it unless sharded): its optimizer steps only that.
+    sharding = std::make_unique<Sharding>(cfg.distributed.fsdp, topo, tables, cfg.optim.max_preconditioner_dim);
+    if (sharding->sharded()) {
+      // Loading a one-rank checkpoint works (each rank reads its blocks and rows of it).
+      if (cfg.checkpoint.enabled)
+        fail(cfg.source, ": writing checkpoints of a sharded run (distributed.fsdp ", cfg.distributed.fsdp, " over ",
+             sharding->group_size(), " ranks) is not built yet; set checkpoint.enabled=false, or distributed.fsdp=none "
+             "to replicate the state on every rank");
+      if (cfg.runtime.stagger)
+        fail(cfg.source, ": runtime.stagger with a sharded run (distributed.fsdp ", cfg.distributed.fsdp,
+             ") is not built yet: each rank would stagger its own blocks, not the model's");
+    }
+    const std::vector<ParamTable>& owned = sharding->owned_tables();
     // The optimizer's state lives where the tiered state manager puts it (by default: all of it
     // in the device tier, which on the CPU backend is host memory).
-    TierLayout layout = configured_tier_layout(cfg);
-    optimizer = make_optimizer(cfg.optim, tables, cfg.runtime.stagger, /*own_memory=*/false);
+    TierLayout layout = configured_tier_layout(cfg, owned);
+    optimizer = make_optimizer(cfg.optim, owned, cfg.runtime.stagger, /*own_memory=*/false);
     tiers = std::make_unique<TierManager>(std::move(layout), *optimizer, disk_tier_file(cfg));
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     if (cfg.runtime.mode == "asteria" && second_order) {
@@ -178,6 +195,8 @@ struct Trainer::Impl {
       checkpointer->bind(*executor);
     }
     builder.add_contributor(&model_ops);
+    sharding_ops = std::make_unique<ShardingPlanOps>(sharding->sharded(), sharding->reduces(), cfg.distributed.prefetch);
+    builder.add_contributor(sharding_ops.get());
     // The shadow pipeline's publish_wait(l) and the tiers' tier_wait(l) go before the
     // optimizer's optim_step(l).
     if (shadow) {
@@ -202,7 +221,7 @@ struct Trainer::Impl {
   }
 
   // The replicas must hold the same bits: each rank's parameter checksum, compared on rank 0.
-  void check_replicas_identical() {
+  void check_replicas_identical(const std::string& when) {
     if (world == 1) return;
     std::vector<double> sums(static_cast<size_t>(world), 0.0);
     uint64_t h = 0;
@@ -212,8 +231,8 @@ struct Trainer::Impl {
     sums[static_cast<size_t>(rank)] = static_cast<double>(h >> 12);   // 52 bits: exact in a double
     sum_over_ranks(sums.data(), sums.size(), "replica checksums");
     for (int r = 1; r < world; ++r)
-      ASTERIA_CHECK(sums[static_cast<size_t>(r)] == sums[0], "rank ", r, "'s parameters differ from rank 0's: the "
-                    "replicas diverged (non-deterministic reduction?)");
+      ASTERIA_CHECK(sums[static_cast<size_t>(r)] == sums[0], "rank ", r, "'s parameters differ from rank 0's at ",
+                    when, ": the replicas diverged (non-deterministic reduction?)");
   }
 
   // Before the first step writes anything: stale checkpoint directories go, a resumed run's
@@ -248,17 +267,20 @@ struct Trainer::Impl {
     });
     executor->bind(OpKind::Backward,
                   [this, grad_scale](const Op& op) { model->backward(op.layer, grad_scale); });
+    executor->bind(OpKind::Gather, [this](const Op& op) {
+      sharding->gather(op.layer, model->params(op.layer), "gather of " + model->layer_name(op.layer));
+    });
+    // The mean over the ranks of their gradients (each already the mean of its micro-batches),
+    // of this rank's shard when sharded.
+    const auto reduce = [this](const Op& op) {
+      sharding->reduce_grads(op.layer, model->grads(op.layer),
+                             std::string(to_string(op.kind)) + " of the gradient of " + model->layer_name(op.layer));
+    };
+    executor->bind(OpKind::ReduceScatter, reduce);
+    executor->bind(OpKind::AllReduce, reduce);
     executor->bind(OpKind::GradNorm, [this](const Op& op) {
-      float* g = model->grads(op.layer);
-      const size_t n = model->table(op.layer).numel;
-      if (world > 1) {
-        // The mean over the ranks of their gradients (each already the mean of its micro-batches).
-        // On the compute lane for now; the comm lane comes with sharding.
-        sum_over_ranks(g, n, "all_reduce of the gradient of " + model->layer_name(op.layer));
-        const float inv = 1.0f / static_cast<float>(world);
-#pragma omp parallel for schedule(static) if (n > 65536)
-        for (size_t i = 0; i < n; ++i) g[i] *= inv;
-      }
+      const float* g = model->grads(op.layer) + sharding->offset(op.layer);
+      const size_t n = sharding->count(op.layer);
       double s = 0;
 #pragma omp parallel for reduction(+ : s) schedule(static)
       for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
@@ -267,13 +289,20 @@ struct Trainer::Impl {
     executor->bind(OpKind::ClipGrads, [this](const Op&) {
       double s = 0;
       for (double x : grad_sq) s += x;
+      // Sharded: each rank summed its own shards. Every comm op of the plan is done by now (the
+      // reductions are this op's dependencies, the gathers preceded the forward), so the compute
+      // lane may call the communicator.
+      sharding->sum_over_group(&s, 1, "all_reduce of the gradient norm");
       grad_norm = std::sqrt(s);
+      // Here every rank holds the whole parameters the step computed with (gathered when sharded).
+      if (cfg.distributed.check_every_step) check_replicas_identical("step " + std::to_string(step));
       const double clip = cfg.optim.grad_clip;
       clip_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / grad_norm) : 1.0f;
     });
     executor->bind(OpKind::OptimStep, [this](const Op& op) {
       float* g = model->grads(op.layer);
-      optimizer->step_layer(op.layer, model->params(op.layer), g, clip_scale, lr, step);
+      const size_t at = sharding->offset(op.layer);
+      optimizer->step_layer(op.layer, model->params(op.layer) + at, g + at, clip_scale, lr, step);
       std::fill(g, g + model->table(op.layer).numel, 0.0f);
     });
   }
@@ -359,6 +388,16 @@ struct Trainer::Impl {
                           executor->seconds(OpKind::OptimStep)},
           {"elapsed_s", elapsed0 + wall.seconds()}};
       if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
+      if (sharding->reduces()) {
+        // Rank 0's figures: the comm lane's time in collectives, how long the compute lane
+        // waited for them (a forward for its gather, a grad_norm for its reduction: the part
+        // of the comm not hidden behind compute), and the bytes sent (as a ring sends them).
+        const CommBytes bytes = sharding->take_bytes();
+        rec["comm_s"] = executor->seconds(OpKind::Gather) + executor->seconds(OpKind::ReduceScatter) +
+                        executor->seconds(OpKind::AllReduce);
+        rec["comm_wait_s"] = executor->wait_seconds(OpKind::Forward) + executor->wait_seconds(OpKind::GradNorm);
+        rec["comm_bytes"] = {{"shard_group", bytes.group}, {"replicas", bytes.replicas}};
+      }
       {
         const TierStats ts = tiers->take_stats();
         rec["tier_bytes"] = {{"device", ts.resident[0]}, {"host", ts.resident[1]}, {"disk", ts.resident[2]}};
@@ -420,7 +459,11 @@ struct Trainer::Impl {
     }
     if (checkpointer) checkpointer->finish();
     if (writer()) progress.finish();
-    check_replicas_identical();
+    // Sharded: each rank stepped its own shards; the whole parameters once more on every rank.
+    if (sharding->sharded())
+      for (int l = 0; l < model->num_layers(); ++l)
+        sharding->gather(l, model->params(l), "gather of " + model->layer_name(l) + " after the last step");
+    check_replicas_identical("the end of training");
     result.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
     final_params.clear();
     for (int l = 0; l < model->num_layers(); ++l)

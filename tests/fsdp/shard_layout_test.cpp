@@ -2,7 +2,11 @@
 // ranges, padding, and empty ranks when a layer has fewer units than ranks.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <tuple>
+
 #include "fsdp/shard_layout.hpp"
+#include "fsdp/sharding.hpp"
 #include "model/model.hpp"
 #include "model/model_config.hpp"
 #include "optim/blocks.hpp"
@@ -48,4 +52,38 @@ TEST(ShardLayout, BalancedPaddedAndEmptyRanks) {
     for (size_t k = 0; k < six.padded; ++k)
       EXPECT_EQ(send[k], k < six.count(r) ? flat[six.offset(r) + k] : 0.0f) << r << " " << k;
   }
+}
+
+TEST(ShardTable, TheShardsBlocksAreTheWholeLayersBlocks) {
+  // The optimizer of a rank is built on its shard tables: together, the ranks' blocks must be
+  // exactly the whole layer's (same tensor, rows, columns), each on one rank, and every entry
+  // lies inside its shard with its row-block's place in the tensor.
+  const ModelConfig cfg = model_preset("bench-small");
+  for (const ParamTable& t : model_param_tables(cfg))
+    for (int W : {2, 3, 4, 8}) {
+      const LayerShards s = shard_layer(t, 256, W);
+      using Key = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>;
+      std::multiset<Key> whole, sharded;
+      for (const MatrixBlock& b : layer_blocks(0, t, 256, true))
+        whole.insert({t.entries[b.entry].name, b.row0, b.rows, b.col0, b.cols});
+      size_t floats = 0;
+      for (int r = 0; r < W; ++r) {
+        const ParamTable own = shard_table(t, s, r, 256);
+        EXPECT_EQ(own.numel, s.count(r));
+        for (const ParamEntry& e : own.entries) {
+          EXPECT_LE(e.offset + e.numel, own.numel) << e.name;
+          const ParamEntry* w = t.find(e.name);
+          ASSERT_NE(w, nullptr);
+          // The entry's floats are the whole tensor's rows from row_offset on.
+          const size_t row = e.shape.size() == 2 ? static_cast<size_t>(e.shape[1]) : 0;
+          EXPECT_EQ(s.offset(r) + e.offset, w->offset + static_cast<size_t>(e.row_offset) * row) << e.name;
+          if (e.tensor_rows) EXPECT_EQ(e.tensor_rows, w->shape[0]) << e.name;
+          floats += e.numel;
+        }
+        for (const MatrixBlock& b : layer_blocks(0, own, 256, true))
+          sharded.insert({own.entries[b.entry].name, b.row0, b.rows, b.col0, b.cols});
+      }
+      EXPECT_EQ(floats, t.numel);
+      EXPECT_EQ(sharded, whole) << "W = " << W;
+    }
 }

@@ -1,10 +1,11 @@
-// asteria-train under real mpirun (oversubscribed on 2 cores) with distributed.fsdp none: the
-// same global batch at W = 1, 2 and 4 ranks (micro-batch 8 / W) gives per-step losses within
-// 1e-5 relative of one rank's over 20 steps, for AdamW and SOAP (native and asteria; see the
-// test for why SOAP starts from a checkpoint); every run
-// ends with the trainer's check that the replicas' parameters are bit-identical (it fails the
-// run otherwise). A checkpoint written at 2 ranks resumes at 1 and at 4 on the same losses. A
-// sharded mode with several ranks is refused by name.
+// asteria-train under real mpirun (oversubscribed on 2 cores): the same global batch at W = 1, 2
+// and 4 ranks (micro-batch 8 / W) gives per-step losses within 1e-5 relative of one rank's over
+// 20 steps, for AdamW and SOAP (native and asteria; see the test for why SOAP starts from a
+// checkpoint) and every distributed.fsdp mode: none (replicated), full (sharded over all ranks)
+// and hybrid (sharded in nodes of 2 ranks, distributed.ranks_per_node, replicated across them).
+// Every run checks each step that the ranks' parameters are bit-identical (the trainer fails
+// the run otherwise). A replicated checkpoint written at 2 ranks resumes at 1 and at 4 on the
+// same losses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -49,7 +50,7 @@ class MultiRank : public ::testing::Test {
     return run_command(launcher + kTrain + " --config " + kConfigs + "/" + config + " --set data.train=" +
                            dir_.file("train.bin") + " --set data.eval= --set train.warmup_steps=2 --set run.dir=" +
                            dir_.file(run) + " --set train.micro_batch=" + std::to_string(8 / ranks) +
-                           " --set distributed.fsdp=none " + extra,
+                           " --set distributed.check_every_step=true " + extra,
                        out);
   }
   TempDir dir_{"multi-rank"};
@@ -57,7 +58,7 @@ class MultiRank : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(MultiRank, TwoAndFourRanksMatchOneRank) {
+TEST_F(MultiRank, TwoAndFourRanksMatchOneRankInEveryMode) {
   // AdamW from the first step. SOAP's first factors (one gradient: G G^T of rank <= the block's
   // short side) have null spaces whose eigenbasis is arbitrary, so a gradient summed in another
   // order (the batch split over ranks) picks another basis there, and the runs part by ~1e-3
@@ -68,6 +69,11 @@ TEST_F(MultiRank, TwoAndFourRanksMatchOneRank) {
     const char* extra;
     int from;   // 0: from scratch; else resume the one-rank checkpoint of this step
   };
+  // Sharded runs do not write checkpoints yet (they load the one-rank checkpoint).
+  const std::vector<std::string> modes = {
+      "--set distributed.fsdp=none",
+      "--set distributed.fsdp=full --set checkpoint.enabled=false",
+      "--set distributed.fsdp=hybrid --set distributed.ranks_per_node=2 --set checkpoint.enabled=false"};
   for (const Case& c : {Case{"tiny-adamw.yaml", "", 0}, Case{"tiny-soap.yaml", "", 8},
                         Case{"tiny-soap.yaml", "--set runtime.mode=asteria --set runtime.shadow.delay=2", 8}}) {
     SCOPED_TRACE(std::string(c.config) + " " + c.extra);
@@ -75,29 +81,32 @@ TEST_F(MultiRank, TwoAndFourRanksMatchOneRank) {
     const std::string base = " --set train.steps=20 --set optim.precondition_frequency=5 " + std::string(c.extra);
     if (c.from) ASSERT_EQ(0, train(c.config, 1, "start", base + " --set run.overwrite=true --set train.stop_after=8", &out)) << out;
     std::vector<double> one;
-    for (int ranks : {1, 2, 4}) {
-      const std::string run = "w" + std::to_string(ranks);
-      std::filesystem::remove_all(dir_.file(run));
-      std::string args = base + " --set run.overwrite=true";
-      if (c.from) {
-        std::filesystem::copy(dir_.file("start"), dir_.file(run), std::filesystem::copy_options::recursive);
-        args = base + " --resume latest --set checkpoint.allow_changes=[train.micro_batch]";
+    for (int ranks : {1, 2, 4})
+      for (const std::string& mode : modes) {
+        if (ranks == 1 && mode != modes[0]) continue;
+        SCOPED_TRACE(std::to_string(ranks) + " ranks, " + mode);
+        const std::string run = "w" + std::to_string(ranks);
+        std::filesystem::remove_all(dir_.file(run));
+        std::string args = base + " --set run.overwrite=true " + mode;
+        if (c.from) {
+          std::filesystem::copy(dir_.file("start"), dir_.file(run), std::filesystem::copy_options::recursive);
+          args = base + " --resume latest --set checkpoint.allow_changes=[train.micro_batch] " + mode;
+        }
+        ASSERT_EQ(0, train(c.config, ranks, run, args, &out)) << out;
+        const std::vector<double> l = losses(dir_.file(run));
+        ASSERT_EQ(l.size(), 20u) << out;
+        if (ranks == 1) {
+          one = l;
+          continue;
+        }
+        EXPECT_LT(worst_relative(one, l), 1e-5);
       }
-      ASSERT_EQ(0, train(c.config, ranks, run, args, &out)) << out;
-      const std::vector<double> l = losses(dir_.file(run));
-      ASSERT_EQ(l.size(), 20u) << out;
-      if (ranks == 1) {
-        one = l;
-        continue;
-      }
-      EXPECT_LT(worst_relative(one, l), 1e-5) << ranks << " ranks";
-    }
   }
 }
 
 TEST_F(MultiRank, ACheckpointOfTwoRanksResumesAtOneAndFour) {
   std::string out;
-  const std::string base = " --set train.steps=16 --set optim.precondition_frequency=5 ";
+  const std::string base = " --set train.steps=16 --set optim.precondition_frequency=5 --set distributed.fsdp=none ";
   ASSERT_EQ(0, train("tiny-soap.yaml", 2, "straight", base, &out)) << out;
   const std::vector<double> straight = losses(dir_.file("straight"));
   for (int ranks : {1, 4}) {
@@ -114,10 +123,10 @@ TEST_F(MultiRank, ACheckpointOfTwoRanksResumesAtOneAndFour) {
   }
 }
 
-TEST_F(MultiRank, ShardedModesAreRefusedByName) {
+TEST_F(MultiRank, AShardedRunRefusesToWriteCheckpointsByName) {
   std::string out;
-  EXPECT_NE(0, run_command(kMpirun + "-np 2 " + kTrain + " --config " + kConfigs + "/tiny-adamw.yaml --set data.train=" +
-                               dir_.file("train.bin") + " --set run.dir=" + dir_.file("sharded"),
-                           &out));
-  EXPECT_NE(out.find("distributed.fsdp 'full' (sharded) is not built yet"), std::string::npos) << out;
+  EXPECT_NE(0, train("tiny-adamw.yaml", 2, "sharded", "--set train.steps=2", &out));
+  EXPECT_NE(out.find("writing checkpoints of a sharded run (distributed.fsdp full over 2 ranks) is not built yet"),
+            std::string::npos)
+      << out;
 }

@@ -7,6 +7,8 @@
 
 #include "fsdp/mpi_communicator.hpp"
 #include "fsdp/shard_layout.hpp"
+#include "fsdp/sharding.hpp"
+#include "fsdp/topology.hpp"
 
 using namespace asteria;
 
@@ -54,5 +56,43 @@ TEST(MpiShards, GatherRebuildsTheLayerAndReduceScatterSumsEachShard) {
         for (int q = 0; q < W; ++q) expected += grad_of(q, s.offset(r) + k);
       EXPECT_EQ(mine[k], expected) << "rank " << r << " element " << k << " max_dim " << max_dim;
     }
+  }
+}
+
+TEST(MpiShards, ShardingGathersReducesAndSumsInEveryMode) {
+  // Each mode against the serial reference: after reduce_grads every rank's shard holds the mean
+  // over all ranks of their gradients; gather rebuilds the whole layer from the owners' shards;
+  // sum_over_group adds the shard group's parts.
+  const int W = make_mpi_world_communicator()->size();
+  for (const char* mode : {"full", "hybrid", "none"}) {
+    if (std::string(mode) == "hybrid" && W % 2 != 0) continue;
+    SCOPED_TRACE(mode);
+    Topology topo = make_topology(make_mpi_world_communicator(), std::string(mode) == "hybrid" ? 2 : 1);
+    topo.set_timeout(60);
+    const int r = topo.rank;
+    const ParamTable t = uneven_table();
+    Sharding sh(mode, topo, {t}, 3);
+    const int G = sh.group_size();
+    EXPECT_EQ(G, std::string(mode) == "full" ? W : std::string(mode) == "hybrid" ? 2 : 1);
+    // Owned table: the shard's units, which tile [offset, offset + count).
+    const ParamTable& own = sh.owned_tables()[0];
+    EXPECT_EQ(own.numel, sh.count(0));
+    std::vector<float> grad(t.numel);
+    for (size_t i = 0; i < t.numel; ++i) grad[i] = grad_of(r, i);
+    sh.reduce_grads(0, grad.data(), "reduce_grads layer");
+    for (size_t k = 0; k < sh.count(0); ++k) {
+      float sum = 0;
+      for (int q = 0; q < W; ++q) sum += grad_of(q, sh.offset(0) + k);
+      EXPECT_NEAR(grad[sh.offset(0) + k], sum / W, 1e-3f) << "rank " << r << " element " << k;
+    }
+    // The owner writes its shard; everything else is stale until the gather.
+    std::vector<float> params(t.numel, -1.0f);
+    for (size_t k = 0; k < sh.count(0); ++k) params[sh.offset(0) + k] = 0.5f * static_cast<float>(sh.offset(0) + k);
+    sh.gather(0, params.data(), "gather layer");
+    if (G > 1)
+      for (size_t i = 0; i < t.numel; ++i) EXPECT_EQ(params[i], 0.5f * static_cast<float>(i)) << i;
+    double part = static_cast<double>(sh.count(0));
+    sh.sum_over_group(&part, 1, "sum");
+    EXPECT_EQ(part, G > 1 ? static_cast<double>(t.numel) : static_cast<double>(sh.count(0)));
   }
 }

@@ -138,16 +138,68 @@ TEST_F(ExecutorDeathTest, RefusesNonResidentState) {
   EXPECT_DEATH(ex.run(p), "not resident");
 }
 
-TEST_F(ExecutorDeathTest, RefusesLaneWithoutWorker) {
-  Plan p;
-  Op a;
-  a.id = 0;
-  a.kind = OpKind::OptimStep;
-  a.lane = Lane::Comm;
-  p.ops = {a};
+TEST(Executor, CommOpsRunInOrderOnTheirOwnThreadBesideTheStagingLane) {
+  // A gather on the comm lane runs while the staging lane works and the compute lane waits for
+  // it; a comm op that depends on a compute op (a reduce-scatter after its backward) waits for it.
   Executor ex;
-  ex.bind(OpKind::OptimStep, [](const Op&) {});
-  EXPECT_DEATH(ex.run(p), "no worker");
+  Plan p;
+  auto add = [&](OpKind k, Lane lane, std::vector<int> deps) { append_op(p, k, lane, std::move(deps)); };
+  add(OpKind::Gather, Lane::Comm, {});               // 0
+  add(OpKind::TierPrefetch, Lane::Staging, {});      // 1
+  add(OpKind::Forward, Lane::Compute, {0});          // 2: waits for the gather
+  add(OpKind::ReduceScatter, Lane::Comm, {2});       // 3: after the forward
+  add(OpKind::GradNorm, Lane::Compute, {3});         // 4: waits for the reduce-scatter
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::thread::id main_thread = std::this_thread::get_id(), comm_thread, staging_thread;
+  auto log = [&](const char* what) {
+    std::lock_guard<std::mutex> l(mu);
+    order.push_back(what);
+  };
+  ex.bind(OpKind::Gather, [&](const Op&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    comm_thread = std::this_thread::get_id();
+    log("gather");
+  });
+  ex.bind(OpKind::TierPrefetch, [&](const Op&) { staging_thread = std::this_thread::get_id(); });
+  ex.bind(OpKind::Forward, [&](const Op&) { log("forward"); });
+  ex.bind(OpKind::ReduceScatter, [&](const Op&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(std::this_thread::get_id(), comm_thread);
+    log("reduce_scatter");
+  });
+  ex.bind(OpKind::GradNorm, [&](const Op&) { log("grad_norm"); });
+  ex.run(p);
+  EXPECT_EQ(order, (std::vector<std::string>{"gather", "forward", "reduce_scatter", "grad_norm"}));
+  EXPECT_NE(comm_thread, main_thread);
+  EXPECT_NE(comm_thread, staging_thread);
+  EXPECT_GT(ex.wait_seconds(OpKind::Forward), 0.005);    // the compute lane stalled on the gather
+  EXPECT_GT(ex.wait_seconds(OpKind::GradNorm), 0.005);   // and on the reduce-scatter
+}
+
+TEST(Executor, CommOpErrorSurfacesFromRunAndSkipsTheRest) {
+  // A collective's timeout must end the step with its message, naming the op.
+  Executor ex;
+  Plan p;
+  auto add = [&](OpKind k, Lane lane, std::vector<int> deps) { append_op(p, k, lane, std::move(deps)); };
+  add(OpKind::Gather, Lane::Comm, {});          // 0: fails
+  add(OpKind::Gather, Lane::Comm, {});          // 1: must not run
+  add(OpKind::Forward, Lane::Compute, {0});     // 2: must not run
+  std::atomic<int> gathers{0};
+  bool ran = false;
+  ex.bind(OpKind::Gather, [&](const Op& op) {
+    ++gathers;
+    if (op.id == 0) throw Error("gather of blocks.3: not done after 5 s");
+  });
+  ex.bind(OpKind::Forward, [&](const Op&) { ran = true; });
+  try {
+    ex.run(p);
+    FAIL() << "the comm error was swallowed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gather of blocks.3"), std::string::npos);
+  }
+  EXPECT_EQ(gathers.load(), 1);
+  EXPECT_FALSE(ran);
 }
 
 TEST(Executor, StagingOpsRunInOrderAndHostOpsOnTheWorkerPool) {

@@ -111,3 +111,51 @@ TEST(CheckpointFiles, AFileChangedAfterItWasChecksummedIsReadAgain) {
   EXPECT_EQ(file_xxh3(p.string()), after);
   fs::remove_all(d);
 }
+
+TEST(CheckpointFiles, RowBlocksOfATensorReadAsWholeAndWholeTensorsReadAsRowBlocks) {
+  // A checkpoint of W ranks stores a tensor cut into row-blocks ("<name>/rows_<a>_<b>"); one of
+  // one rank stores it whole. A reader of another world size asks for other row ranges: rows of
+  // a whole tensor, the whole of a cut one, or the same row-blocks.
+  const fs::path d = temp_dir("row-blocks");
+  const int64_t rows = 6, cols = 3;
+  std::vector<float> values(rows * cols);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.5f * static_cast<float>(i) - 1.f;
+  auto slice = [&](int64_t r0, int64_t n) {
+    return StatePiece{"optim/adamw/wte/m", {n, cols}, 0, {}, r0, rows};
+  };
+  CheckpointImage whole, cut;
+  whole.buffers.push_back({{StatePiece{"optim/adamw/wte/m", {rows, cols}, 0, {}}}, values});
+  cut.buffers.push_back({{slice(0, 4)}, std::vector<float>(values.begin(), values.begin() + 4 * cols)});
+  cut.buffers.push_back({{slice(4, 2)}, std::vector<float>(values.begin() + 4 * cols, values.end())});
+  write_image((d / "whole.h5").string(), whole);
+  write_image((d / "cut.h5").string(), cut);
+  for (const char* file : {"whole.h5", "cut.h5"}) {
+    SCOPED_TRACE(file);
+    CheckpointImage as_whole;
+    as_whole.buffers.push_back({{StatePiece{"optim/adamw/wte/m", {rows, cols}, 0, {}}}, std::vector<float>(rows * cols)});
+    read_image((d / file).string(), as_whole);
+    EXPECT_EQ(as_whole.buffers[0].data, values);
+    CheckpointImage as_cut;
+    as_cut.buffers.push_back({{slice(0, 4)}, std::vector<float>(4 * cols)});
+    as_cut.buffers.push_back({{slice(4, 2)}, std::vector<float>(2 * cols)});
+    read_image((d / file).string(), as_cut);
+    EXPECT_EQ(as_cut.buffers[0].data, std::vector<float>(values.begin(), values.begin() + 4 * cols));
+    EXPECT_EQ(as_cut.buffers[1].data, std::vector<float>(values.begin() + 4 * cols, values.end()));
+  }
+  // Rows no row-block holds, and a row-block that straddles what the reader needs.
+  CheckpointImage partial;
+  partial.buffers.push_back({{slice(0, 4)}, std::vector<float>(values.begin(), values.begin() + 4 * cols)});
+  write_image((d / "partial.h5").string(), partial);
+  CheckpointImage need;
+  need.buffers.push_back({{StatePiece{"optim/adamw/wte/m", {rows, cols}, 0, {}}}, std::vector<float>(rows * cols)});
+  try {
+    check_image((d / "partial.h5").string(), need);
+    FAIL() << "missing rows were not noticed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'optim/adamw/wte/m' is missing rows 4-5"), std::string::npos) << e.what();
+  }
+  CheckpointImage straddle;
+  straddle.buffers.push_back({{slice(2, 4)}, std::vector<float>(4 * cols)});
+  EXPECT_THROW(check_image((d / "cut.h5").string(), straddle), Error);
+  fs::remove_all(d);
+}

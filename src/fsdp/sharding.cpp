@@ -1,0 +1,112 @@
+#include "fsdp/sharding.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "optim/blocks.hpp"
+
+namespace asteria {
+
+ParamTable shard_table(const ParamTable& table, const LayerShards& shards, int group_rank, int64_t max_dim) {
+  const size_t begin = shards.offset(group_rank), end = begin + shards.count(group_rank);
+  ParamTable out;
+  for (const ParamEntry& e : table.entries) {
+    // The units of the entry, as (first row, rows); a 1-D tensor is one unit.
+    std::vector<std::pair<int64_t, int64_t>> units =
+        e.shape.size() == 2 ? split_dimension(e.shape[0], max_dim) : std::vector<std::pair<int64_t, int64_t>>{{0, 1}};
+    const size_t row_numel = e.shape.size() == 2 ? static_cast<size_t>(e.shape[1]) : e.numel;
+    for (auto [r0, rn] : units) {
+      const size_t at = e.offset + static_cast<size_t>(r0) * row_numel;
+      if (at < begin || at >= end) continue;
+      ASTERIA_ASSERT(at + static_cast<size_t>(rn) * row_numel <= end, e.name, ": a unit crosses a shard boundary");
+      ParamEntry p = e;
+      if (e.shape.size() == 2) p.shape = {rn, e.shape[1]};
+      p.offset = at - begin;
+      p.numel = static_cast<size_t>(rn) * row_numel;
+      if (units.size() > 1) {   // a row-block of a tensor cut into several units
+        p.row_offset = r0;
+        p.tensor_rows = e.shape[0];
+      }
+      out.entries.push_back(std::move(p));
+    }
+  }
+  out.numel = end - begin;
+  size_t covered = 0;
+  for (const ParamEntry& p : out.entries) covered += p.numel;
+  ASTERIA_ASSERT(covered == out.numel, "shard of ", out.numel, " floats holds units of ", covered);
+  return out;
+}
+
+Sharding::Sharding(const std::string& mode, Topology& topo, const std::vector<ParamTable>& tables, int64_t max_dim)
+    : mode_(mode), world_(topo.world_size) {
+  if (mode == "full") {
+    group_ = topo.world;
+    replicas_ = nullptr;
+  } else if (mode == "hybrid") {
+    group_ = topo.intra.get();
+    replicas_ = topo.nodes > 1 ? topo.inter.get() : nullptr;
+  } else {
+    ASTERIA_ASSERT(mode == "none", "distributed.fsdp '", mode, "'");
+    local_ = make_local_communicator();
+    group_ = local_.get();
+    replicas_ = world_ > 1 ? topo.world : nullptr;
+  }
+  if (replicas_ && replicas_->size() == 1) replicas_ = nullptr;
+  size_t largest = 1;
+  for (const ParamTable& t : tables) {
+    shards_.push_back(shard_layer(t, max_dim, group_->size()));
+    // Unsharded: the whole tables, so a one-rank run's optimizer (and checkpoint) keeps whole tensors.
+    owned_.push_back(group_->size() > 1 ? shard_table(t, shards_.back(), group_->rank(), max_dim) : t);
+    largest = std::max(largest, shards_.back().padded * static_cast<size_t>(group_->size()));
+  }
+  if (sharded()) {
+    send_.assign(largest, 0.0f);
+    recv_.assign(largest, 0.0f);
+  }
+}
+
+void Sharding::gather(int layer, float* params, const std::string& label) {
+  if (!sharded()) return;
+  const LayerShards& s = shards_[layer];
+  pack_shard(s, group_rank(), params, send_.data());
+  Request r = group_->all_gather(send_.data(), s.padded, recv_.data(), label);
+  group_->wait(r);
+  unpack_gathered(s, recv_.data(), params);
+  bytes_.group += (s.world() - 1) * s.padded * sizeof(float);   // a ring's share per rank
+}
+
+void Sharding::reduce_grads(int layer, float* grads, const std::string& label) {
+  if (!reduces()) return;
+  const LayerShards& s = shards_[layer];
+  float* mine = grads + offset(layer);
+  const size_t n = count(layer);
+  if (sharded()) {
+    pack_for_reduce_scatter(s, grads, send_.data());
+    Request r = group_->reduce_scatter(send_.data(), recv_.data(), s.padded, label);
+    group_->wait(r);
+    std::copy(recv_.data(), recv_.data() + n, mine);
+    bytes_.group += (s.world() - 1) * s.padded * sizeof(float);
+  }
+  if (replicas_) {
+    Request r = replicas_->all_reduce(mine, n, label + " (across replicas)");
+    replicas_->wait(r);
+    bytes_.replicas += 2 * (replicas_->size() - 1) * n * sizeof(float) / replicas_->size();
+  }
+  // One thread: this runs on the comm lane, beside the compute lane's OpenMP team.
+  const float inv = 1.0f / static_cast<float>(world_);
+  for (size_t i = 0; i < n; ++i) mine[i] *= inv;
+}
+
+void Sharding::sum_over_group(double* data, size_t count, const std::string& label) {
+  if (!sharded()) return;
+  Request r = group_->all_reduce(data, count, label);
+  group_->wait(r);
+}
+
+CommBytes Sharding::take_bytes() {
+  const CommBytes b = bytes_;
+  bytes_ = CommBytes{};
+  return b;
+}
+
+}  // namespace asteria
