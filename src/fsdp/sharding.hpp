@@ -56,6 +56,9 @@ class Sharding {
   int group_rank() const { return group_->rank(); }
   int group_size() const { return group_->size(); }
   Communicator& group() { return *group_; }
+  // The ranks that write checkpoints: one replica's (a shard group's every rank; with fsdp
+  // none, rank 0).
+  bool writes_checkpoints() const { return !replicas_ || replicas_->rank() == 0; }
   const LayerShards& shards(int layer) const { return shards_[layer]; }
   size_t offset(int layer) const { return shards_[layer].offset(group_rank()); }
   size_t count(int layer) const { return shards_[layer].count(group_rank()); }

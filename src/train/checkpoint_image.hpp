@@ -12,6 +12,8 @@
 //   /<piece name>                float32, the piece's global shape ("/params/blocks.0.att_qkv",
 //                                "/optim/adamw/blocks.0.norm_att/m", "/optim/blocks/<tensor>/
 //                                <row0>_<col0>/L", ...)
+//   /<piece name>/rows_<a>_<b>   float32 [b - a, cols]: rows a..b-1 of the tensor (a sharded
+//                                rank's row-block of it; the other rows are in other ranks' files)
 //   /<block group>/block         float64 [row0, rows, col0, cols] of a preconditioner block
 //   /values/<name>               float64 arrays ("train.step", "optim.counters.<block>", ...)
 // The image is allocated once and reused by later checkpoints of the same run (same buffers).
@@ -56,6 +58,12 @@ void write_image(const std::string& path, const CheckpointImage& image, const Im
 using ImageSink = std::function<void(size_t buffer, const float* data)>;
 void check_image(const std::string& path, CheckpointImage& image);
 void read_tensors(const std::string& path, CheckpointImage& image, const ImageSink& sink = nullptr);
+// The same over all files of a checkpoint written by several ranks (rank00000.h5 first): a
+// piece is found whole in one file or as row-blocks across them ("<name>/rows_<a>_<b>", a
+// rank's shard of a tensor), and the values are the first file's plus those only other files
+// hold (their blocks' counters, their open refreshes).
+void check_image(const std::vector<std::string>& paths, CheckpointImage& image);
+void read_tensors(const std::vector<std::string>& paths, CheckpointImage& image, const ImageSink& sink = nullptr);
 // Both, into the buffers' data.
 void read_image(const std::string& path, CheckpointImage& image);
 

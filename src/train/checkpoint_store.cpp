@@ -91,26 +91,35 @@ std::vector<std::string> remove_stale_checkpoints(const std::string& root) {
   return removed;
 }
 
-std::string commit_checkpoint(const std::string& root, Manifest manifest,
-                              const std::function<std::vector<std::string>(const std::string&)>& write_files) {
+std::string make_checkpoint_tmp(const std::string& root, int64_t step) {
   static std::atomic<int> serial{0};
   fs::create_directories(root);
-  const fs::path final_dir = fs::path(root) / checkpoint_dir_name(manifest.step);
-  const fs::path tmp = fs::path(root) / (checkpoint_dir_name(manifest.step) + ".tmp-" + std::to_string(getpid()) +
-                                         "-" + std::to_string(serial++));
+  const fs::path tmp =
+      fs::path(root) / (checkpoint_dir_name(step) + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(serial++));
   fs::create_directories(tmp);
+  return tmp.string();
+}
+
+std::string publish_checkpoint(const std::string& root, const std::string& tmp, const Manifest& manifest) {
+  const fs::path final_dir = fs::path(root) / checkpoint_dir_name(manifest.step);
+  fsync_path(tmp);
+  if (fs::exists(final_dir)) fs::remove_all(final_dir);   // the same step written again
+  fs::rename(tmp, final_dir);
+  fsync_path(root);
+  write_text_durably(final_dir / "manifest.json", manifest_json(manifest));
+  return final_dir.string();
+}
+
+std::string commit_checkpoint(const std::string& root, Manifest manifest,
+                              const std::function<std::vector<std::string>(const std::string&)>& write_files) {
+  const fs::path tmp = make_checkpoint_tmp(root, manifest.step);
   manifest.files.clear();
   for (const std::string& name : write_files(tmp.string())) {
     const fs::path p = tmp / name;
     fsync_path(p.string());
     manifest.files.push_back({name, static_cast<uint64_t>(fs::file_size(p)), file_xxh3(p.string())});
   }
-  fsync_path(tmp.string());
-  if (fs::exists(final_dir)) fs::remove_all(final_dir);   // the same step written again
-  fs::rename(tmp, final_dir);
-  fsync_path(root);
-  write_text_durably(final_dir / "manifest.json", manifest_json(manifest));
-  return final_dir.string();
+  return publish_checkpoint(root, tmp.string(), manifest);
 }
 
 std::vector<std::string> apply_retention(const std::string& root, int keep, int64_t keep_every) {

@@ -41,6 +41,13 @@ std::vector<std::string> remove_stale_checkpoints(const std::string& root);
 std::string commit_checkpoint(const std::string& root, Manifest manifest,
                               const std::function<std::vector<std::string>(const std::string&)>& write_files);
 
+// The protocol's two halves, for files written by several processes (one per rank): a fresh
+// temporary directory for step N (step<N>.tmp-<pid>-<n>/, created), and its publication once
+// every file in it was written and fsynced (`manifest.files` lists them with sizes and
+// checksums): fsync, rename to step<N>/ (replacing one), fsync, manifest. Returns step<N>/.
+std::string make_checkpoint_tmp(const std::string& root, int64_t step);
+std::string publish_checkpoint(const std::string& root, const std::string& tmp, const Manifest& manifest);
+
 // Keeps the newest `keep` checkpoints and every one whose step is a multiple of keep_every
 // (> 0); removes the rest. Returns the removed directories.
 std::vector<std::string> apply_retention(const std::string& root, int keep, int64_t keep_every);

@@ -1,6 +1,8 @@
 #include "train/checkpointer.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -19,7 +21,12 @@ namespace asteria {
 
 namespace {
 
-constexpr const char* kRankFile = "rank00000.h5";   // one rank until the multi-rank issue
+// One file per writing rank: rank<5 digits>.h5 (its rank in the shard group).
+std::string rank_file(int rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank%05d.h5", rank);
+  return name;
+}
 
 // Value names cannot hold '/', which separates HDF5 groups.
 std::string value_key(std::string name) {
@@ -77,12 +84,15 @@ std::string Checkpointer::root() const { return (fs::path(cfg_.run.dir) / "check
 void Checkpointer::lay_out() {
   if (laid_out_) return;
   Model<float>& model = parts_.model;
+  // Sharded: this rank's shard of the parameters (row-blocks of cut tensors, as its optimizer
+  // state); the other ranks' files hold the rest.
   for (int l = 0; l < model.num_layers(); ++l) {
     ImageBuffer b;
-    for (const ParamEntry& e : model.table(l).entries)
-      b.pieces.push_back({state_piece_name("params", e.name), e.shape, e.offset, {}});
+    const ParamTable& t = sharded() ? parts_.sharding->owned_tables()[l] : model.table(l);
+    for (const ParamEntry& e : t.entries)
+      b.pieces.push_back({state_piece_name("params", e.name), e.shape, e.offset, {}, e.row_offset, e.tensor_rows});
     image_.buffers.push_back(std::move(b));
-    sizes_.push_back(model.table(l).numel);
+    sizes_.push_back(t.numel);
   }
   const TierLayout& layout = parts_.tiers.layout();
   for (int l = 0; l < layout.num_layers(); ++l) {
@@ -120,9 +130,15 @@ int Checkpointer::local_block(int layer, int global) const {
   return -1;
 }
 
+bool Checkpointer::sharded() const { return parts_.sharding && parts_.sharding->sharded(); }
+
+float* Checkpointer::params(int layer) {
+  return parts_.model.params(layer) + (sharded() ? parts_.sharding->offset(layer) : 0);
+}
+
 const float* Checkpointer::live(size_t i) {
   const int layers = parts_.model.num_layers();
-  if (i < static_cast<size_t>(layers)) return parts_.model.params(static_cast<int>(i));
+  if (i < static_cast<size_t>(layers)) return params(static_cast<int>(i));
   const int id = static_cast<int>(i) - layers;
   if (const float* p = parts_.tiers.memory_of(id)) return p;
   if (scratch_.size() < sizes_[i]) scratch_.resize(sizes_[i]);
@@ -139,7 +155,7 @@ void Checkpointer::stage() {
     dst.resize(sizes_[i]);   // allocated at the first save only
     if (sizes_[i] == 0) continue;
     if (i < static_cast<size_t>(layers)) {
-      std::memcpy(dst.data(), parts_.model.params(static_cast<int>(i)), sizes_[i] * sizeof(float));
+      std::memcpy(dst.data(), params(static_cast<int>(i)), sizes_[i] * sizeof(float));
     } else {
       const int id = static_cast<int>(i) - layers;
       if (const float* src = parts_.tiers.memory_of(id))
@@ -198,11 +214,11 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
   for (const OptimizerCounters& c : parts_.optimizer.counters()) v["optim.counters." + value_key(c.name)] = as_doubles(c.values);
   if (parts_.shadow) {
     const std::vector<OpenRefresh> open = parts_.shadow->finish_open_refreshes();
-    v["shadow.open.count"] = {static_cast<double>(open.size())};
-    for (size_t k = 0; k < open.size(); ++k) {
-      const OpenRefresh& r = open[k];
-      const std::string key = "shadow.open." + std::to_string(k) + ".";
-      v[key + "where"] = {static_cast<double>(r.layer),    static_cast<double>(global_block(r.layer, r.block)),
+    // Keyed by layer and global block, so the files of several ranks never share a key.
+    for (const OpenRefresh& r : open) {
+      const int block = global_block(r.layer, r.block);
+      const std::string key = "shadow.open." + std::to_string(r.layer) + "_" + std::to_string(block) + ".";
+      v[key + "where"] = {static_cast<double>(r.layer),    static_cast<double>(block),
                           static_cast<double>(r.publish_step), static_cast<double>(r.job.rows),
                           static_cast<double>(r.job.cols), static_cast<double>(static_cast<int>(r.job.status)),
                           static_cast<double>(r.job.left_newton_done), static_cast<double>(r.job.right_newton_done)};
@@ -221,7 +237,7 @@ Manifest Checkpointer::manifest_for(int64_t step, int64_t tokens, double elapsed
   Manifest m;
   m.step = step;
   m.tokens = tokens;
-  m.world_size = 1;
+  m.world_size = sharded() ? parts_.sharding->group_size() : 1;   // the files: one per writing rank
   m.elapsed_s = elapsed_s;
   m.config = config_to_yaml(cfg_);
   m.config_hash = text_xxh3(m.config);
@@ -232,9 +248,9 @@ Manifest Checkpointer::manifest_for(int64_t step, int64_t tokens, double elapsed
 void Checkpointer::write_and_commit() {
   Timer t;
   const std::string dir = commit_checkpoint(root(), pending_, [&](const std::string& tmp) {
-    write_image((fs::path(tmp) / kRankFile).string(), image_,
+    write_image((fs::path(tmp) / rank_file(0)).string(), image_,
                 async_ ? ImageSource() : ImageSource([this](size_t i) { return live(i); }));
-    return std::vector<std::string>{kRankFile};
+    return std::vector<std::string>{rank_file(0)};
   });
   size_t bytes = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(dir))
@@ -275,6 +291,11 @@ void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s, bool mor
     }
   }
   capture_values(step, tokens, elapsed_s);
+  if (sharded()) {
+    save_sharded(step);
+    times_.hold_s += hold.seconds();
+    return;
+  }
   if (async_) {
     plan_ops_.copy_pending = true;
     if (!more_steps) copy_and_start_writer();
@@ -290,6 +311,80 @@ void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s, bool mor
   times_.hold_s += hold.seconds();
 }
 
+void Checkpointer::save_sharded(int64_t step) {
+  if (async_) {
+    async_ = false;
+    if (parts_.sharding->group_rank() == 0)
+      std::fprintf(stderr, "asteria-train: note: checkpoint.async: a sharded run writes its checkpoints in the step for "
+                   "now (each rank its own file, at once)\n");
+  }
+  Timer t;
+  Communicator& group = parts_.sharding->group();
+  const int me = group.rank(), n = group.size();
+  const std::string what = "the checkpoint of step " + std::to_string(step);
+  // 1. The temporary directory, made and named by the group's first rank.
+  char tmp[1024] = {};
+  if (me == 0) {
+    try {
+      const std::string dir = make_checkpoint_tmp(root(), step);
+      ASTERIA_CHECK(dir.size() < sizeof tmp, "checkpoint directory name too long: ", dir);
+      std::memcpy(tmp, dir.c_str(), dir.size());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "asteria-train: error: %s\n", e.what());
+    }
+  }
+  Request r = group.broadcast(tmp, sizeof tmp, 0, "broadcast of " + what + "'s directory");
+  group.wait(r);
+  if (!tmp[0]) fail(what, ": the first rank could not create its directory under ", root());
+  // 2. Every rank its file, fsynced and checksummed.
+  const std::string file = (fs::path(tmp) / rank_file(me)).string();
+  std::vector<double> table(4 * static_cast<size_t>(n), 0.0);   // per rank: failed, bytes, xxh3 high, low
+  std::string error;
+  try {
+    write_image(file, image_, [this](size_t i) { return live(i); });
+    fsync_path(file);
+    const uint64_t h = std::strtoull(file_xxh3(file).c_str(), nullptr, 16);
+    table[4 * me + 1] = static_cast<double>(fs::file_size(file));
+    table[4 * me + 2] = static_cast<double>(h >> 32);
+    table[4 * me + 3] = static_cast<double>(h & 0xffffffffu);
+  } catch (const std::exception& e) {
+    error = e.what();
+    table[4 * me] = 1;
+  }
+  // 3. What every rank wrote, to the first; a failed rank fails them all (nothing is published).
+  r = group.all_reduce(table.data(), table.size(), "all_reduce of " + what + "'s files");
+  group.wait(r);
+  for (int k = 0; k < n; ++k)
+    if (table[4 * k] != 0) {
+      if (me == 0) fs::remove_all(tmp);
+      fail(what, ": rank ", k, " of the shard group could not write its file", error.empty() ? "" : ": " + error);
+    }
+  // 4. The first rank publishes: rename, manifest, retention.
+  double published = 1;
+  if (me == 0) {
+    try {
+      Manifest m = pending_;
+      for (int k = 0; k < n; ++k) {
+        char hex[17];
+        const uint64_t h = (static_cast<uint64_t>(table[4 * k + 2]) << 32) | static_cast<uint64_t>(table[4 * k + 3]);
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+        m.files.push_back({rank_file(k), static_cast<uint64_t>(table[4 * k + 1]), hex});
+      }
+      publish_checkpoint(root(), tmp, m);
+      apply_retention(root(), cfg_.checkpoint.keep, cfg_.checkpoint.keep_every);
+    } catch (const std::exception& e) {
+      error = e.what();
+      published = 0;
+    }
+  }
+  r = group.broadcast(&published, sizeof published, 0, "broadcast of whether " + what + " was published");
+  group.wait(r);
+  if (published == 0) fail(what, ": the first rank could not publish it", error.empty() ? "" : ": " + error);
+  times_.write_s = t.seconds();
+  times_.bytes = 0;
+  for (int k = 0; k < n; ++k) times_.bytes += static_cast<size_t>(table[4 * k + 1]);
+}
+
 CheckpointTimes Checkpointer::take_times() {
   if (writer_->done && writer_->thread.joinable()) finish();   // a write that ended since
   CheckpointTimes t = times_;
@@ -298,13 +393,19 @@ CheckpointTimes Checkpointer::take_times() {
 }
 
 ResumePoint Checkpointer::restore(const std::string& dir) {
-  const std::string file = (fs::path(dir) / kRankFile).string();
   const Manifest m = read_manifest((fs::path(dir) / "manifest.json").string());
-  if (m.world_size != 1)
-    fail(dir, ": written by ", m.world_size, " ranks; loading at another world size comes with multi-rank training");
+  // The rank files in rank order (their tensors are in global form: any world size reads them).
+  std::vector<std::string> files;
+  for (int r = 0; r < m.world_size; ++r) {
+    const std::string name = rank_file(r);
+    if (std::none_of(m.files.begin(), m.files.end(), [&](const ManifestFile& f) { return f.name == name; }))
+      fail(dir, "/manifest.json: written by ", m.world_size, " ranks, but it lists no file ", name);
+    files.push_back((fs::path(dir) / name).string());
+  }
+  const std::string& file = files.front();
   verify_files(dir, m);
   lay_out();
-  check_image(file, image_);   // every tensor's shape and every value, before anything changes
+  check_image(files, image_);   // every tensor's shape and every value, before anything changes
   const auto value = [&](const std::string& name, size_t n) -> const std::vector<double>& {
     return image_value(image_, name, n, file);
   };
@@ -324,9 +425,9 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
     }
   std::vector<OpenRefresh> open;
   if (parts_.shadow) {
-    const size_t n = static_cast<size_t>(value("shadow.open.count", 1)[0]);
-    for (size_t k = 0; k < n; ++k) {
-      const std::string key = "shadow.open." + std::to_string(k) + ".";
+    for (const auto& [name, where] : image_.values) {
+      if (name.rfind("shadow.open.", 0) != 0 || name.size() < 6 || name.compare(name.size() - 6, 6, ".where") != 0) continue;
+      const std::string key = name.substr(0, name.size() - 5);   // "shadow.open.<layer>_<block>."
       const std::vector<double>& w = value(key + "where", 8);
       OpenRefresh r;
       r.layer = static_cast<int>(w[0]);
@@ -346,15 +447,16 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
       from_doubles(value(key + "right_perm", 0), r.job.right_perm);
       open.push_back(std::move(r));
     }
-  } else if (image_.values.count("shadow.open.count") && value("shadow.open.count", 1)[0] > 0) {
+  } else if (std::any_of(image_.values.begin(), image_.values.end(),
+                         [](const auto& v) { return v.first.rfind("shadow.open.", 0) == 0; })) {
     fail(file, ": holds refreshes in flight of runtime.mode asteria; resume it in asteria mode");
   }
   // Everything checked: now the run changes.
   parts_.optimizer.restore_counters(counters);
   const int layers = parts_.model.num_layers();
-  read_tensors(file, image_, [&](size_t i, const float* data) {
+  read_tensors(files, image_, [&](size_t i, const float* data) {
     if (i < static_cast<size_t>(layers))
-      std::memcpy(parts_.model.params(static_cast<int>(i)), data, sizes_[i] * sizeof(float));
+      std::memcpy(params(static_cast<int>(i)), data, sizes_[i] * sizeof(float));
     else
       parts_.tiers.copy_in(static_cast<int>(i) - layers, data);
   });

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "data/loader.hpp"
+#include "fsdp/sharding.hpp"
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
 #include "runtime/executor.hpp"
@@ -46,6 +47,7 @@ struct RunParts {
   TierManager& tiers;
   ShadowPipeline* shadow;   // null in native mode
   TrainLoader& loader;
+  Sharding* sharding = nullptr;   // sharded: each rank of the shard group writes its own file
 };
 
 // Where a restored run continues.
@@ -96,6 +98,11 @@ class Checkpointer {
   void stage();                    // copies the tensors into the image (async)
   const float* live(size_t buffer);   // where buffer i is now (direct writes)
   void write_and_commit();
+  // Sharded: every rank of the shard group writes rank<g>.h5 of its shard into one temporary
+  // directory, the group's first rank publishes it (synchronous, collective over the group).
+  void save_sharded(int64_t step);
+  bool sharded() const;
+  float* params(int layer);   // this rank's part of layer l's parameters (all of it unsharded)
   int global_block(int layer, int local) const;   // a block's index among the whole layer's
   int local_block(int layer, int global) const;   // -1: not this rank's
   Manifest manifest_for(int64_t step, int64_t tokens, double elapsed_s) const;

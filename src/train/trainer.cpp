@@ -163,11 +163,6 @@ struct Trainer::Impl {
     // This rank's part of every layer (all of it unless sharded): its optimizer steps only that.
     sharding = std::make_unique<Sharding>(cfg.distributed.fsdp, topo, tables, cfg.optim.max_preconditioner_dim);
     if (sharding->sharded()) {
-      // Loading a one-rank checkpoint works (each rank reads its blocks and rows of it).
-      if (cfg.checkpoint.enabled)
-        fail(cfg.source, ": writing checkpoints of a sharded run (distributed.fsdp ", cfg.distributed.fsdp, " over ",
-             sharding->group_size(), " ranks) is not built yet; set checkpoint.enabled=false, or distributed.fsdp=none "
-             "to replicate the state on every rank");
       if (cfg.runtime.stagger)
         fail(cfg.source, ": runtime.stagger with a sharded run (distributed.fsdp ", cfg.distributed.fsdp,
              ") is not built yet: each rank would stagger its own blocks, not the model's");
@@ -188,7 +183,7 @@ struct Trainer::Impl {
     grad_sq.assign(model->num_layers(), 0.0);
     if (cfg.checkpoint.enabled || !resume_dir.empty()) {
       std::vector<DataFingerprint> data = {token_file_fingerprint("train", cfg.data.train)};
-      checkpointer = std::make_unique<Checkpointer>(cfg, RunParts{*model, *optimizer, *tiers, shadow.get(), *loader},
+      checkpointer = std::make_unique<Checkpointer>(cfg, RunParts{*model, *optimizer, *tiers, shadow.get(), *loader, sharding.get()},
                                                     std::move(data));
       // First: an async checkpoint's copy precedes every tier move on the staging lane.
       builder.add_contributor(&checkpointer->plan_ops());
@@ -445,7 +440,8 @@ struct Trainer::Impl {
       if (writer()) progress.update(step, loss, tps, elapsed0 + wall.seconds(), eval_loss);
       // A checkpoint every checkpoint.every steps, at the last step, and when a signal asks.
       const int sig = shared[1] > 0 ? (signals.pending() ? signals.pending() : SIGTERM) : 0;
-      if (checkpointer && cfg.checkpoint.enabled && writer() &&
+      // One rank writes a replicated run's checkpoint; every rank of one shard group a sharded one's.
+      if (checkpointer && cfg.checkpoint.enabled && sharding->writes_checkpoints() &&
           ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
         checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds(), step < last && !sig);
         result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();

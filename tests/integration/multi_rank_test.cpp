@@ -69,7 +69,7 @@ TEST_F(MultiRank, TwoAndFourRanksMatchOneRankInEveryMode) {
     const char* extra;
     int from;   // 0: from scratch; else resume the one-rank checkpoint of this step
   };
-  // Sharded runs do not write checkpoints yet (they load the one-rank checkpoint).
+  // (The sharded runs write no checkpoints here: ShardedCheckpointsLoadAtOtherWorldSizes tests those.)
   const std::vector<std::string> modes = {
       "--set distributed.fsdp=none",
       "--set distributed.fsdp=full --set checkpoint.enabled=false",
@@ -123,10 +123,48 @@ TEST_F(MultiRank, ACheckpointOfTwoRanksResumesAtOneAndFour) {
   }
 }
 
-TEST_F(MultiRank, AShardedRunRefusesToWriteCheckpointsByName) {
+TEST_F(MultiRank, AShardedCheckpointMissingARanksFileIsRefusedByName) {
   std::string out;
-  EXPECT_NE(0, train("tiny-adamw.yaml", 2, "sharded", "--set train.steps=2", &out));
-  EXPECT_NE(out.find("writing checkpoints of a sharded run (distributed.fsdp full over 2 ranks) is not built yet"),
-            std::string::npos)
-      << out;
+  ASSERT_EQ(0, train("tiny-adamw.yaml", 2, "sharded", "--set train.steps=2 --set distributed.fsdp=full", &out)) << out;
+  const std::string ck = dir_.file("sharded") + "/checkpoints/step00000002";
+  ASSERT_TRUE(std::filesystem::exists(ck + "/rank00001.h5")) << out;
+  std::filesystem::remove(ck + "/rank00001.h5");
+  EXPECT_NE(0, train("tiny-adamw.yaml", 1, "sharded", "--set train.steps=3 --resume latest "
+                     "--set checkpoint.allow_changes=[train.micro_batch]", &out));
+  EXPECT_NE(out.find("rank00001.h5"), std::string::npos) << out;
+}
+
+TEST_F(MultiRank, ShardedCheckpointsLoadAtOtherWorldSizes) {
+  // A checkpoint of 4 ranks (fsdp full: one file per rank, each its row-blocks and blocks)
+  // resumes at 2 and at 1; one of 1 rank resumes at 2 and at 4. Continued to step 16, the losses
+  // match the run continued at the checkpoint's own world size within 1e-5 relative (the steps
+  // before the checkpoint are the same lines, cut back from the interrupted run).
+  std::string out;
+  const std::string base = " --set train.steps=16 --set optim.precondition_frequency=5 --set distributed.fsdp=full "
+                           "--set checkpoint.every=4 ";
+  const std::string resume = base + "--resume latest --set checkpoint.allow_changes=[train.micro_batch] ";
+  for (int from : {4, 1}) {
+    SCOPED_TRACE("checkpoint of " + std::to_string(from) + " ranks");
+    const std::string start = "start" + std::to_string(from);
+    ASSERT_EQ(0, train("tiny-soap.yaml", from, start, base + "--set train.stop_after=8", &out)) << out;
+    ASSERT_TRUE(std::filesystem::exists(dir_.file(start) + "/checkpoints/step00000008/manifest.json")) << out;
+    const int files = static_cast<int>(std::distance(std::filesystem::directory_iterator(dir_.file(start) + "/checkpoints/step00000008"),
+                                                     std::filesystem::directory_iterator{})) - 1;
+    EXPECT_EQ(files, from);   // rank<r>.h5 of every rank, and the manifest
+    std::vector<double> reference;
+    for (int ranks : {from, 2, from == 4 ? 1 : 4}) {
+      const std::string run = start + "-at" + std::to_string(ranks);
+      std::filesystem::remove_all(dir_.file(run));
+      std::filesystem::copy(dir_.file(start), dir_.file(run), std::filesystem::copy_options::recursive);
+      ASSERT_EQ(0, train("tiny-soap.yaml", ranks, run, resume, &out)) << out;
+      const std::vector<double> l = losses(dir_.file(run));
+      ASSERT_EQ(l.size(), 16u) << out;
+      if (reference.empty()) {
+        reference = l;
+        continue;
+      }
+      for (size_t i = 0; i < 8; ++i) EXPECT_EQ(l[i], reference[i]) << "step " << i + 1;
+      EXPECT_LT(worst_relative(reference, l), 1e-5) << "resumed at " << ranks << " ranks";
+    }
+  }
 }
