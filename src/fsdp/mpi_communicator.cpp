@@ -2,8 +2,11 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "core/error.hpp"
 
@@ -19,14 +22,100 @@ void check(int rc, const char* call, const std::string& label) {
   fail(label, ": ", call, " failed: ", std::string(text, static_cast<size_t>(len)));
 }
 
+int world_rank() {
+  int initialized = 0, finalized = 0, rank = -1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// An MPI request dropped before it completed (its waiter gave up: a timeout, or an error on
+// the way) leaves the ranks it was to meet waiting and MPI writing into memory the program may
+// reuse: the job cannot go on. The error's own path ends it (asteria-train's main calls
+// abort_all_ranks); should the process still be alive kAbandonedGraceS later (an unwinding that
+// blocks, an error path that does not end the job), this watchdog ends the job itself.
+constexpr int kAbandonedGraceS = 10;
+std::atomic<bool> g_watchdog_armed{false};
+
+void arm_abandoned_request_watchdog(const std::string& label) {
+  if (g_watchdog_armed.exchange(true)) return;
+  const int rank = world_rank();
+  std::thread([label, rank] {
+    std::this_thread::sleep_for(std::chrono::seconds(kAbandonedGraceS));
+    std::fprintf(stderr,
+                 "asteria: rank %d: '%s' was abandoned unfinished %d s ago and this rank has not ended; "
+                 "ending the job (MPI_Abort)\n",
+                 rank, label.c_str(), kAbandonedGraceS);
+    abort_all_ranks(1);
+  }).detach();
+}
+
 struct MpiRequest final : Request::Impl {
-  MPI_Request req = MPI_REQUEST_NULL;
+  explicit MpiRequest(const std::string& l) : label(l) {}
+  ~MpiRequest() override {
+    // A nonblocking collective cannot be cancelled or freed (MPI 3.1, 5.12): it stays pending.
+    if (req != MPI_REQUEST_NULL && world_rank() >= 0) arm_abandoned_request_watchdog(label);
+  }
   bool test() override {
     int done = 0;
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    // An error (a peer's connection lost, under a launcher that does not end the job) ends
+    // this wait instead of reading as "not yet" until the timeout, or as done.
+    const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      req = MPI_REQUEST_NULL;   // not pending any more as far as MPI reports
+      check(rc, "MPI_Test", label);
+    }
     return done != 0;
   }
+  MPI_Request req = MPI_REQUEST_NULL;
+  std::string label;
 };
+
+// The test hook of mpi_communicator.hpp: ASTERIA_FAULT_STALL="<rank>:<label substring>:<seconds>".
+struct StallHook {
+  int rank = -1;
+  std::string substring;
+  double seconds = 0;
+  std::atomic<bool> fired{false};
+};
+
+StallHook& stall_hook() {
+  static StallHook* hook = [] {
+    auto* h = new StallHook;
+    const char* v = std::getenv("ASTERIA_FAULT_STALL");
+    if (!v || !*v) return h;
+    const std::string spec = v;
+    const size_t a = spec.find(':'), b = spec.rfind(':');
+    char* end = nullptr;
+    bool ok = a != std::string::npos && b != a && a > 0 && b + 1 < spec.size();
+    if (ok) {
+      h->rank = static_cast<int>(std::strtol(spec.c_str(), &end, 10));
+      ok = end == spec.c_str() + a && h->rank >= 0;
+    }
+    if (ok) {
+      h->seconds = std::strtod(spec.c_str() + b + 1, &end);
+      ok = *end == '\0' && h->seconds >= 0;
+    }
+    if (!ok) {
+      h->rank = -1;
+      fail("ASTERIA_FAULT_STALL='", excerpt(spec), "': expected <rank>:<label substring>:<seconds>, e.g. "
+           "1:the gradient of blocks.0:120");
+    }
+    h->substring = spec.substr(a + 1, b - a - 1);
+    return h;
+  }();
+  return *hook;
+}
+
+void stall_if_asked(const std::string& label) {
+  StallHook& h = stall_hook();
+  if (h.rank < 0 || label.find(h.substring) == std::string::npos || world_rank() != h.rank) return;
+  if (h.fired.exchange(true)) return;
+  std::fprintf(stderr, "asteria: fault injection (ASTERIA_FAULT_STALL): rank %d sleeps %g s before starting '%s'\n",
+               h.rank, h.seconds, label.c_str());
+  std::this_thread::sleep_for(std::chrono::duration<double>(h.seconds));
+}
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -42,52 +131,63 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm() const { return comm_; }
 
   Request all_gather(const float* send, size_t count, float* recv, std::string label) override {
-    auto r = std::make_unique<MpiRequest>();
+    stall_if_asked(label);
+    auto r = std::make_unique<MpiRequest>(label);
     check(MPI_Iallgather(send == recv + rank_ * count ? MPI_IN_PLACE : send, int_count(count, label), MPI_FLOAT, recv,
                          int_count(count, label), MPI_FLOAT, comm_, &r->req),
           "MPI_Iallgather", label);
     return {std::move(r), std::move(label)};
   }
   Request reduce_scatter(const float* send, float* recv, size_t count, std::string label) override {
-    auto r = std::make_unique<MpiRequest>();
+    stall_if_asked(label);
+    auto r = std::make_unique<MpiRequest>(label);
     check(MPI_Ireduce_scatter_block(send, recv, int_count(count, label), MPI_FLOAT, MPI_SUM, comm_, &r->req),
           "MPI_Ireduce_scatter_block", label);
     return {std::move(r), std::move(label)};
   }
   Request all_reduce(double* data, size_t count, std::string label) override {
-    auto r = std::make_unique<MpiRequest>();
+    stall_if_asked(label);
+    auto r = std::make_unique<MpiRequest>(label);
     check(MPI_Iallreduce(MPI_IN_PLACE, data, int_count(count, label), MPI_DOUBLE, MPI_SUM, comm_, &r->req),
           "MPI_Iallreduce", label);
     return {std::move(r), std::move(label)};
   }
   Request all_reduce(float* data, size_t count, std::string label) override {
-    auto r = std::make_unique<MpiRequest>();
+    stall_if_asked(label);
+    auto r = std::make_unique<MpiRequest>(label);
     check(MPI_Iallreduce(MPI_IN_PLACE, data, int_count(count, label), MPI_FLOAT, MPI_SUM, comm_, &r->req),
           "MPI_Iallreduce", label);
     return {std::move(r), std::move(label)};
   }
   Request broadcast(void* data, size_t bytes, int root, std::string label) override {
-    auto r = std::make_unique<MpiRequest>();
+    stall_if_asked(label);
+    auto r = std::make_unique<MpiRequest>(label);
     check(MPI_Ibcast(data, int_count(bytes, label), MPI_BYTE, root, comm_, &r->req), "MPI_Ibcast", label);
     return {std::move(r), std::move(label)};
   }
   Request send(const void* data, size_t bytes, int dest, int tag, std::string label) override {
-    auto r = std::make_unique<MpiRequest>();
+    stall_if_asked(label);
+    auto r = std::make_unique<MpiRequest>(label);
     check(MPI_Isend(data, int_count(bytes, label), MPI_BYTE, dest, tag, comm_, &r->req), "MPI_Isend", label);
     return {std::move(r), std::move(label)};
   }
   Request recv(void* data, size_t bytes, int src, int tag, std::string label) override {
-    auto r = std::make_unique<MpiRequest>();
+    stall_if_asked(label);
+    auto r = std::make_unique<MpiRequest>(label);
     check(MPI_Irecv(data, int_count(bytes, label), MPI_BYTE, src, tag, comm_, &r->req), "MPI_Irecv", label);
     return {std::move(r), std::move(label)};
   }
   void barrier(const std::string& label) override {
-    auto r = std::make_unique<MpiRequest>();
+    stall_if_asked(label);
+    auto r = std::make_unique<MpiRequest>(label);
     check(MPI_Ibarrier(comm_, &r->req), "MPI_Ibarrier", label);
     Request req(std::move(r), label);
     wait(req);
   }
   std::unique_ptr<Communicator> split(int color, int key) override {
+    // MPI_Comm_split blocks without a timeout: first meet every rank in a barrier that has one,
+    // so a rank that stalls before the split ends the job instead of hanging it.
+    barrier("the ranks' split of a communicator (MPI_Comm_split)");
     MPI_Comm sub;
     check(MPI_Comm_split(comm_, color, key, &sub), "MPI_Comm_split", "split");
     auto c = std::make_unique<MpiCommunicator>(sub);
@@ -141,6 +241,7 @@ std::unique_ptr<Communicator> make_mpi_world_communicator() {
 int ranks_on_this_node(Communicator& comm) {
   auto* mpi = dynamic_cast<MpiCommunicator*>(&comm);
   if (!mpi) return 1;
+  mpi->barrier("the ranks' split into nodes (MPI_Comm_split_type)");   // as in split()
   MPI_Comm node;
   check(MPI_Comm_split_type(mpi->comm(), MPI_COMM_TYPE_SHARED, mpi->rank(), MPI_INFO_NULL, &node),
         "MPI_Comm_split_type", "topology");
