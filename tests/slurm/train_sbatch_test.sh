@@ -16,7 +16,9 @@
 #      round-trip, so bit for bit), the loss of an uninterrupted run of the same config under
 #      plain `mpirun -np 2`.
 #   tests/slurm/train_sbatch_test.sh ASTERIA_TRAIN_BINARY
-# The job runs the repository's build/bin/asteria-train (found by train.sbatch itself) when
+# Jobs are submitted by a relative path from a directory outside the repository (so train.sbatch
+# must find its repository through the job's Command), with the default output file
+# (asteria-train-JOBID.out there). The job runs the repository's build/bin/asteria-train (found by train.sbatch itself) when
 # that is ASTERIA_TRAIN_BINARY, else ASTERIA_BIN=its directory. Exit 0 "PASS", 1 "FAIL: why",
 # 77 (skipped) only when Slurm or munge is not installed (scripts/setup.sh installs them).
 set -uo pipefail
