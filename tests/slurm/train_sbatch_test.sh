@@ -166,6 +166,8 @@ cjob=$(sbatch --parsable -n 2 -O "$REL_SCRIPT" "$CONFIG" "${SETS[@]}" --set "run
 for ((i = 0; i < WAIT_S * 5; i++)); do
   s=$(tail -n 1 "$WORK/cancel/metrics.jsonl" 2>/dev/null | grep -oE '"step":[0-9]+' | cut -d: -f2)
   [[ -n $s ]] && ((s >= 3)) && break
+  st=$(job_field "$cjob" JobState)
+  [[ -z $st || $st == @(RUNNING|PENDING|CONFIGURING) ]] || fail "job $cjob ended ($st) before step 3"
   sleep 0.2
 done
 { [[ -n $s ]] && ((s >= 3)); } || fail "job $cjob did not reach step 3 within $WAIT_S s"
