@@ -135,9 +135,15 @@ write_conf() {
     topo=$(grep -oE '(Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=[0-9]+' <<<"$hw" | tr '\n' ' ')
   fi
   pick_ports
+  # Job ids from a random start: under srun --mpi=pmix, Open MPI names its shared-memory files
+  # (/dev/shm/vader_segment.HOST.*) and session directories after a hash of the PMIx namespace
+  # slurm.pmix.JOBID.STEP, so two clusters on this host whose MPI jobs had the same id would
+  # share them (both jobs crash in the vader BTL).
+  local first_job=$(((RANDOM * 32768 + RANDOM) % 60000000 + 1000))
   cat >"$STATE/slurm.conf.tmp" <<EOF
 # Written by scripts/slurm/local_slurm.sh start; rewritten (new ports) at every start.
 ClusterName=asteria-local
+FirstJobId=$first_job
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=${PORTS[0]}
 SlurmdPort=${PORTS[1]}

@@ -143,12 +143,18 @@ job=$(sbatch --parsable --requeue -J requeue -o "$JOBS/requeue.out" --open-mode=
 for ((i = 0; i < JOB_TIMEOUT_S * 10; i++)); do [[ -e $JOBS/requeue.ready ]] && break; sleep 0.1; done
 [[ -e $JOBS/requeue.ready ]] || fail "job requeue: its step never started"
 scancel --signal=TERM "$job" || fail "scancel --signal=TERM $job failed"
-# A requeued job waits ~2 minutes (BeginTime) before it may start again: once it is pending,
-# make it eligible now.
+# A requeued job waits ~2 minutes (BeginTime) before it may start again: once it has been
+# pending for 2 s, make it eligible now. (Not at once: slurmd refuses to launch a job within the
+# second in which its previous run's credential was revoked, "Job credential revoked", and the
+# job then fails.)
 state=""
+held=0
 for ((i = 0; i < JOB_TIMEOUT_S * 5; i++)); do
   state=$(squeue -h -j "$job" -o '%T %r' 2>/dev/null || true)
-  if [[ $state == "PENDING BeginTime" ]]; then scontrol update jobid="$job" starttime=now || true; fi
+  if [[ $state == "PENDING BeginTime" ]]; then
+    held=$((held + 1))
+    ((held % 10 == 0)) && { scontrol update jobid="$job" starttime=now || true; }
+  fi
   [[ -z $state ]] && break
   sleep 0.2
 done
