@@ -88,7 +88,7 @@ void Sharding::reduce_grads(int layer, float* grads, const std::string& label) {
     bytes_.group += (s.world() - 1) * s.padded * sizeof(float);
   }
   if (replicas_) {
-    Request r = replicas_->all_reduce(mine, n, label + " (across replicas)");
+    Request r = replicas_->all_reduce(mine, n, sharded() ? label + " (across replicas)" : label);
     replicas_->wait(r);
     bytes_.replicas += 2 * (replicas_->size() - 1) * n * sizeof(float) / replicas_->size();
   }
