@@ -145,6 +145,24 @@ class MpiCommunicator final : public Communicator {
           "MPI_Ireduce_scatter_block", label);
     return {std::move(r), std::move(label)};
   }
+  Request all_gatherv(float* data, const std::vector<int>& counts, const std::vector<int>& offsets,
+                      std::string label) override {
+    stall_if_asked(label);
+    ASTERIA_ASSERT(static_cast<int>(counts.size()) == size_ && static_cast<int>(offsets.size()) >= size_, label);
+    auto r = std::make_unique<MpiRequest>(label);
+    check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), offsets.data(), MPI_FLOAT, comm_,
+                          &r->req),
+          "MPI_Iallgatherv", label);
+    return {std::move(r), std::move(label)};
+  }
+  Request reduce_scatterv(const float* send, float* recv, const std::vector<int>& counts, std::string label) override {
+    stall_if_asked(label);
+    ASTERIA_ASSERT(static_cast<int>(counts.size()) == size_, label);
+    auto r = std::make_unique<MpiRequest>(label);
+    check(MPI_Ireduce_scatter(send, recv, counts.data(), MPI_FLOAT, MPI_SUM, comm_, &r->req), "MPI_Ireduce_scatter",
+          label);
+    return {std::move(r), std::move(label)};
+  }
   Request all_reduce(double* data, size_t count, std::string label) override {
     stall_if_asked(label);
     auto r = std::make_unique<MpiRequest>(label);

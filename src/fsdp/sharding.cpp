@@ -1,6 +1,8 @@
 #include "fsdp/sharding.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #include "core/error.hpp"
 #include "optim/blocks.hpp"
@@ -54,38 +56,39 @@ Sharding::Sharding(const std::string& mode, Topology& topo, const std::vector<Pa
   if (replicas_ && replicas_->size() == 1) replicas_ = nullptr;
   size_t largest = 1;
   for (const ParamTable& t : tables) {
-    shards_.push_back(shard_layer(t, max_dim, group_->size()));
+    const LayerShards& sh = shards_.emplace_back(shard_layer(t, max_dim, group_->size()));
     // Unsharded: the whole tables, so a one-rank run's optimizer (and checkpoint) keeps whole tensors.
-    owned_.push_back(group_->size() > 1 ? shard_table(t, shards_.back(), group_->rank(), max_dim) : t);
-    largest = std::max(largest, shards_.back().padded * static_cast<size_t>(group_->size()));
+    owned_.push_back(group_->size() > 1 ? shard_table(t, sh, group_->rank(), max_dim) : t);
+    ASTERIA_CHECK(t.numel <= static_cast<size_t>(INT32_MAX), "a layer of ", t.numel,
+                  " parameters is more than one MPI collective can address (2^31 - 1 floats)");
+    std::vector<int>& counts = counts_.emplace_back(), &offsets = offsets_.emplace_back();
+    for (int r = 0; r < sh.world(); ++r) {
+      counts.push_back(static_cast<int>(sh.count(r)));
+      offsets.push_back(static_cast<int>(sh.offset(r)));
+    }
+    largest = std::max(largest, sh.count(group_->rank()));
   }
-  if (sharded()) {
-    send_.assign(largest, 0.0f);
-    recv_.assign(largest, 0.0f);
-  }
+  if (sharded()) recv_.assign(largest, 0.0f);
 }
 
 void Sharding::gather(int layer, float* params, const std::string& label) {
   if (!sharded()) return;
-  const LayerShards& s = shards_[layer];
-  pack_shard(s, group_rank(), params, send_.data());
-  Request r = group_->all_gather(send_.data(), s.padded, recv_.data(), label);
+  // In place and unpadded: each owner's part of the flat buffer, sent to every other rank.
+  Request r = group_->all_gatherv(params, counts_[layer], offsets_[layer], label);
   group_->wait(r);
-  unpack_gathered(s, recv_.data(), params);
-  bytes_.group += (s.world() - 1) * s.padded * sizeof(float);   // a ring's share per rank
+  bytes_.group += (shards_[layer].numel - count(layer)) * sizeof(float);
 }
 
 void Sharding::reduce_grads(int layer, float* grads, const std::string& label) {
   if (!reduces()) return;
-  const LayerShards& s = shards_[layer];
   float* mine = grads + offset(layer);
   const size_t n = count(layer);
   if (sharded()) {
-    pack_for_reduce_scatter(s, grads, send_.data());
-    Request r = group_->reduce_scatter(send_.data(), recv_.data(), s.padded, label);
+    // The flat gradient is the send buffer as it is: rank r's part is its range.
+    Request r = group_->reduce_scatterv(grads, recv_.data(), counts_[layer], label);
     group_->wait(r);
     std::copy(recv_.data(), recv_.data() + n, mine);
-    bytes_.group += (s.world() - 1) * s.padded * sizeof(float);
+    bytes_.group += (shards_[layer].numel - n) * sizeof(float);
   }
   if (replicas_) {
     Request r = replicas_->all_reduce(mine, n, sharded() ? label + " (across replicas)" : label);

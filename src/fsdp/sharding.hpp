@@ -11,7 +11,8 @@
 //
 // Per step, on the comm lane:
 //   gather(l)        before layer l's first forward: every rank's updated shard into the whole
-//                    flat parameter buffer (all-gather in the shard group);
+//                    flat parameter buffer (all-gather in the shard group, in place, each part
+//                    its owner's exact size: no padding travels);
 //   reduce_grads(l)  after layer l's last backward: the owner's shard of the gradient summed
 //                    over the shard group (reduce-scatter), then over the replica group
 //                    (all-reduce), scaled to the mean over all ranks; with fsdp none this is
@@ -38,8 +39,9 @@ namespace asteria {
 // optimizer cuts it into the same preconditioner blocks as the whole tensor.
 ParamTable shard_table(const ParamTable& table, const LayerShards& shards, int group_rank, int64_t max_dim);
 
-// What a rank sends per collective as a ring does it: (n - 1)/n of the data for an all-gather or
-// a reduce-scatter, 2 (n - 1)/n for an all-reduce (the algorithm MPI picks may differ).
+// The data a rank moves per collective, at least: in the shard group, the other ranks' parts of
+// a layer (what must arrive for an all-gather, leave for a reduce-scatter); across replicas,
+// 2 (n - 1)/n of its shard (a ring all-reduce). The algorithm MPI picks may move more.
 struct CommBytes {
   size_t group = 0;      // in the shard group (hybrid: inside the node)
   size_t replicas = 0;   // in the replica group (hybrid: across nodes)
@@ -83,7 +85,8 @@ class Sharding {
   std::unique_ptr<Communicator> local_;
   std::vector<LayerShards> shards_;
   std::vector<ParamTable> owned_;
-  std::vector<float> send_, recv_;      // sized for the largest layer, allocated once
+  std::vector<std::vector<int>> counts_, offsets_;   // per layer, per rank of the group (MPI's ints)
+  std::vector<float> recv_;             // this rank's largest part of a gradient, allocated once
   CommBytes bytes_;
 };
 
