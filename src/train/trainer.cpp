@@ -1,6 +1,7 @@
 #include "train/trainer.hpp"
 
 #include <omp.h>
+#include <sys/resource.h>
 #include <cblas.h>
 
 #include <cmath>
@@ -69,6 +70,13 @@ std::string shadow_lane(const Config& cfg) {
   const std::string& lane = cfg.runtime.shadow.lane;
   if (lane != "auto") return lane;
   return compute_threads(cfg) + cfg.runtime.shadow.threads <= omp_get_num_procs() ? "workers" : "compute";
+}
+
+// The process's peak resident memory so far (getrusage; Linux reports KiB).
+double peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0;
 }
 
 void set_threads(int threads) {
@@ -348,6 +356,7 @@ struct Trainer::Impl {
     const double elapsed0 = resumed.elapsed_s;   // a resumed run's clock goes on
     double timed_tokens = 0, timed_seconds = 0;
     const StopSignals signals;
+    std::vector<double> shared(2 + static_cast<size_t>(world));
     const int64_t last = cfg.train.stop_after > 0 ? std::min(cfg.train.stop_after, cfg.train.steps) : cfg.train.steps;
     for (step = resumed.step + 1; step <= last; ++step) {
       lr = lr_at(step, cfg.optim.lr, cfg.train);
@@ -356,9 +365,13 @@ struct Trainer::Impl {
       executor->reset_times();
       Timer t;
       executor->run(plan);
-      // The loss over the ranks, and whether any rank was asked to stop (all stop together).
-      double shared[2] = {loss_sum, static_cast<double>(signals.pending())};
-      sum_over_ranks(shared, 2, "the loss of step " + std::to_string(step));
+      // The loss over the ranks, whether any rank was asked to stop (all stop together), and
+      // each rank's peak memory (its part of the state differs when sharded).
+      std::fill(shared.begin(), shared.end(), 0.0);
+      shared[0] = loss_sum;
+      shared[1] = static_cast<double>(signals.pending());
+      shared[2 + rank] = peak_rss_bytes();
+      sum_over_ranks(shared.data(), shared.size(), "the loss of step " + std::to_string(step));
       const double step_s = t.seconds();
       const double loss = shared[0] / (cfg.train.grad_accum * world);
       ASTERIA_CHECK(std::isfinite(loss), "training diverged: loss is ", loss, " at step ", step);
@@ -381,7 +394,8 @@ struct Trainer::Impl {
           {"bwd_s", executor->seconds(OpKind::Backward)},
           {"optim_s", executor->seconds(OpKind::GradNorm) + executor->seconds(OpKind::ClipGrads) +
                           executor->seconds(OpKind::OptimStep)},
-          {"elapsed_s", elapsed0 + wall.seconds()}};
+          {"elapsed_s", elapsed0 + wall.seconds()},
+          {"peak_rss_bytes", std::vector<double>(shared.begin() + 2, shared.end())}};
       if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
       if (sharding->reduces()) {
         // Rank 0's figures: the comm lane's time in collectives, how long the compute lane
