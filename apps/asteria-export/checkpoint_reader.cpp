@@ -6,6 +6,7 @@
 #include "model/model.hpp"
 #include "train/checkpoint_image.hpp"
 #include "train/checkpoint_manifest.hpp"
+#include "train/checkpoint_store.hpp"
 
 namespace asteria::export_cli {
 
@@ -13,9 +14,6 @@ CheckpointParams read_checkpoint_params(const std::string& dir) {
   namespace fs = std::filesystem;
   const std::string manifest = (fs::path(dir) / "manifest.json").string();
   const Manifest m = read_manifest(manifest);   // format version, fields, config hash
-  if (m.world_size != 1)
-    fail("checkpoint ", dir, " was written by ", m.world_size,
-         " ranks; asteria-export reads single-rank checkpoints (world_size 1) for now");
   verify_files(dir, m);   // sizes and checksums
   CheckpointParams ck;
   ck.dir = dir;
@@ -30,7 +28,10 @@ CheckpointParams read_checkpoint_params(const std::string& dir) {
       b.data.resize(e.numel);
       image.buffers.push_back(std::move(b));
     }
-  read_image((fs::path(dir) / "rank00000.h5").string(), image);
+  // Whole tensors, or a sharded run's row-blocks across its rank files.
+  const std::vector<std::string> files = checkpoint_rank_files(dir, m);
+  check_image(files, image);
+  read_tensors(files, image);
   for (ImageBuffer& b : image.buffers)
     ck.params[b.pieces[0].name.substr(7)] = {b.pieces[0].shape, std::move(b.data)};
   return ck;

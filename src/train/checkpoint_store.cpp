@@ -91,6 +91,23 @@ std::vector<std::string> remove_stale_checkpoints(const std::string& root) {
   return removed;
 }
 
+std::string rank_file_name(int rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank%05d.h5", rank);
+  return name;
+}
+
+std::vector<std::string> checkpoint_rank_files(const std::string& dir, const Manifest& m) {
+  std::vector<std::string> files;
+  for (int r = 0; r < m.world_size; ++r) {
+    const std::string name = rank_file_name(r);
+    if (std::none_of(m.files.begin(), m.files.end(), [&](const ManifestFile& f) { return f.name == name; }))
+      fail(dir, "/manifest.json: written by ", m.world_size, " ranks, but it lists no file ", name);
+    files.push_back((fs::path(dir) / name).string());
+  }
+  return files;
+}
+
 std::string make_checkpoint_tmp(const std::string& root, int64_t step) {
   static std::atomic<int> serial{0};
   fs::create_directories(root);

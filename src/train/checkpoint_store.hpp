@@ -22,6 +22,11 @@
 namespace asteria {
 
 std::string checkpoint_dir_name(int64_t step);   // "step00000100"
+std::string rank_file_name(int rank);            // "rank00003.h5": one per writing rank
+
+// The rank files of a checkpoint directory, in rank order (manifest world_size of them; an
+// Error naming the directory when the manifest does not list one).
+std::vector<std::string> checkpoint_rank_files(const std::string& dir, const Manifest& manifest);
 
 struct StoredCheckpoint {
   int64_t step = 0;

@@ -21,12 +21,6 @@ namespace asteria {
 
 namespace {
 
-// One file per writing rank: rank<5 digits>.h5 (its rank in the shard group).
-std::string rank_file(int rank) {
-  char name[32];
-  std::snprintf(name, sizeof name, "rank%05d.h5", rank);
-  return name;
-}
 
 // Value names cannot hold '/', which separates HDF5 groups.
 std::string value_key(std::string name) {
@@ -248,9 +242,9 @@ Manifest Checkpointer::manifest_for(int64_t step, int64_t tokens, double elapsed
 void Checkpointer::write_and_commit() {
   Timer t;
   const std::string dir = commit_checkpoint(root(), pending_, [&](const std::string& tmp) {
-    write_image((fs::path(tmp) / rank_file(0)).string(), image_,
+    write_image((fs::path(tmp) / rank_file_name(0)).string(), image_,
                 async_ ? ImageSource() : ImageSource([this](size_t i) { return live(i); }));
-    return std::vector<std::string>{rank_file(0)};
+    return std::vector<std::string>{rank_file_name(0)};
   });
   size_t bytes = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(dir))
@@ -337,7 +331,7 @@ void Checkpointer::save_sharded(int64_t step) {
   group.wait(r);
   if (!tmp[0]) fail(what, ": the first rank could not create its directory under ", root());
   // 2. Every rank its file, fsynced and checksummed.
-  const std::string file = (fs::path(tmp) / rank_file(me)).string();
+  const std::string file = (fs::path(tmp) / rank_file_name(me)).string();
   std::vector<double> table(4 * static_cast<size_t>(n), 0.0);   // per rank: failed, bytes, xxh3 high, low
   std::string error;
   try {
@@ -368,7 +362,7 @@ void Checkpointer::save_sharded(int64_t step) {
         char hex[17];
         const uint64_t h = (static_cast<uint64_t>(table[4 * k + 2]) << 32) | static_cast<uint64_t>(table[4 * k + 3]);
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-        m.files.push_back({rank_file(k), static_cast<uint64_t>(table[4 * k + 1]), hex});
+        m.files.push_back({rank_file_name(k), static_cast<uint64_t>(table[4 * k + 1]), hex});
       }
       publish_checkpoint(root(), tmp, m);
       apply_retention(root(), cfg_.checkpoint.keep, cfg_.checkpoint.keep_every);
@@ -395,13 +389,7 @@ CheckpointTimes Checkpointer::take_times() {
 ResumePoint Checkpointer::restore(const std::string& dir) {
   const Manifest m = read_manifest((fs::path(dir) / "manifest.json").string());
   // The rank files in rank order (their tensors are in global form: any world size reads them).
-  std::vector<std::string> files;
-  for (int r = 0; r < m.world_size; ++r) {
-    const std::string name = rank_file(r);
-    if (std::none_of(m.files.begin(), m.files.end(), [&](const ManifestFile& f) { return f.name == name; }))
-      fail(dir, "/manifest.json: written by ", m.world_size, " ranks, but it lists no file ", name);
-    files.push_back((fs::path(dir) / name).string());
-  }
+  const std::vector<std::string> files = checkpoint_rank_files(dir, m);
   const std::string& file = files.front();
   verify_files(dir, m);
   lay_out();
