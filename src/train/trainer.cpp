@@ -467,6 +467,15 @@ struct Trainer::Impl {
         break;
       }
     }
+    // Resumed with nothing left to train (train.stop_after or train.steps at the checkpoint's
+    // step): the loaded state is written as this run's checkpoint of that step, at this run's
+    // world size and sharding (a checkpoint re-laid out for another launch).
+    if (checkpointer && cfg.checkpoint.enabled && !resume_dir.empty() && resumed.step >= last &&
+        sharding->writes_checkpoints()) {
+      const int64_t s = resumed.step;
+      checkpointer->save(s, s * tokens_per_step, resumed.elapsed_s, false);
+      result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(s)).string();
+    }
     if (checkpointer) checkpointer->finish();
     if (writer()) progress.finish();
     // Sharded: each rank stepped its own shards; the whole parameters once more on every rank.

@@ -8,11 +8,15 @@
 // same losses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/hdf5_file.hpp"
 #include "test_util.hpp"
 
 using asteria::testing::run_command;
@@ -36,6 +40,51 @@ double worst_relative(const std::vector<double>& a, const std::vector<double>& b
   double worst = 0;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(a[i]));
   return worst;
+}
+
+// Everything a checkpoint holds, whatever its world size: every tensor whole (a sharded run's
+// row-blocks "<name>/rows_<a>_<b>", from all its rank files, put back in place), the block
+// coordinates, and the values (train.elapsed_s left out: a clock).
+std::map<std::string, std::vector<float>> checkpoint_contents(const std::string& dir) {
+  std::map<std::string, std::vector<float>> out;
+  const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
+  for (int r = 0; r < manifest.at("world_size").get<int>(); ++r) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/rank%05d.h5", r);
+    asteria::Hdf5File f(dir + name, asteria::Hdf5File::Mode::Read);
+    std::function<void(const std::string&)> walk = [&](const std::string& group) {
+      for (const std::string& m : f.members(group)) {
+        const std::string path = (group == "/" ? "" : group) + "/" + m;
+        if (!f.is_dataset(path)) {
+          walk(path);
+          continue;
+        }
+        if (path == "/values/train.elapsed_s") continue;
+        const std::vector<int64_t> shape = f.shape(path);
+        size_t n = 1;
+        for (int64_t d : shape) n *= static_cast<size_t>(d);
+        long long a = 0, b = 0;
+        if (std::sscanf(m.c_str(), "rows_%lld_%lld", &a, &b) == 2) {
+          std::vector<float> rows(n);
+          f.read(path, rows.data(), n);
+          std::vector<float>& whole = out[group];
+          const size_t cols = static_cast<size_t>(shape[1]);
+          whole.resize(std::max(whole.size(), static_cast<size_t>(b) * cols));
+          std::copy(rows.begin(), rows.end(), whole.begin() + static_cast<ptrdiff_t>(a * cols));
+        } else if (path.rfind("/values/", 0) == 0 || m == "block") {
+          std::vector<double> v(n);
+          f.read(path, v.data(), n);
+          out[path].assign(v.begin(), v.end());
+        } else {
+          std::vector<float>& v = out[path];
+          v.resize(n);
+          f.read(path, v.data(), n);
+        }
+      }
+    };
+    walk("/");
+  }
+  return out;
 }
 
 class MultiRank : public ::testing::Test {
@@ -132,6 +181,44 @@ TEST_F(MultiRank, AShardedCheckpointMissingARanksFileIsRefusedByName) {
   EXPECT_NE(0, train("tiny-adamw.yaml", 1, "sharded", "--set train.steps=3 --resume latest "
                      "--set checkpoint.allow_changes=[train.micro_batch]", &out));
   EXPECT_NE(out.find("rank00001.h5"), std::string::npos) << out;
+}
+
+TEST_F(MultiRank, ACheckpointReLaidOutAtAnotherWorldSizeHoldsTheSameBits) {
+  // A run resumed with nothing left to train writes the loaded state as its checkpoint: from 4
+  // sharded ranks to 1 (one file) and 2 (sharded), and from 1 back to 4, every tensor (put back
+  // whole), block coordinate and value is bit-identical to the original's: the loaded state is
+  // the saved state.
+  std::string out;
+  const std::string base = " --set train.steps=16 --set optim.precondition_frequency=5 --set distributed.fsdp=full "
+                           "--set runtime.mode=asteria --set runtime.shadow.delay=3 --set train.stop_after=8 ";
+  ASSERT_EQ(0, train("tiny-soap.yaml", 4, "original", base, &out)) << out;
+  const std::string step = "/checkpoints/step00000008";
+  const auto original = checkpoint_contents(dir_.file("original") + step);
+  ASSERT_GT(original.size(), 50u);
+  // Refreshes were in flight at the checkpoint (delay 3), so their snapshots travel too.
+  EXPECT_TRUE(std::any_of(original.begin(), original.end(),
+                          [](const auto& kv) { return kv.first.rfind("/values/shadow.open.", 0) == 0; }));
+  std::string from = "original";
+  for (int ranks : {1, 2, 4}) {
+    const std::string run = "relaid" + std::to_string(ranks);
+    std::filesystem::remove_all(dir_.file(run));
+    std::filesystem::copy(dir_.file(from), dir_.file(run), std::filesystem::copy_options::recursive);
+    ASSERT_EQ(0, train("tiny-soap.yaml", ranks, run, base + "--resume latest --set checkpoint.allow_changes=[train.micro_batch]",
+                       &out))
+        << out;
+    // Written again at this world size: one file per rank.
+    const nlohmann::json m = nlohmann::json::parse(std::ifstream(dir_.file(run) + step + "/manifest.json"));
+    EXPECT_EQ(m.at("world_size").get<int>(), ranks) << out;
+    EXPECT_EQ(m.at("files").size(), static_cast<size_t>(ranks)) << out;
+    const auto relaid = checkpoint_contents(dir_.file(run) + step);
+    EXPECT_EQ(relaid.size(), original.size()) << ranks << " ranks";
+    for (const auto& [name, v] : original) {
+      auto it = relaid.find(name);
+      ASSERT_NE(it, relaid.end()) << name << " is missing at " << ranks << " ranks";
+      EXPECT_TRUE(it->second == v) << name << " differs at " << ranks << " ranks";
+    }
+    from = run;   // 4 -> 1 -> 2 -> 4
+  }
 }
 
 TEST_F(MultiRank, ShardedCheckpointsLoadAtOtherWorldSizes) {
