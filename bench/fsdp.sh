@@ -141,14 +141,14 @@ else
     rc=$?
     read -r wall user sys < <(tail -1 "$WORK/$name.time")
     echo "$o $w $m $threads $((mb / w)) $rc ${wall:-0} ${user:-0} ${sys:-0}" | $PY -c "
-  import json, sys
-  o, w, m, th, mb, rc, wall, user, sys_ = sys.stdin.read().split()
-  rec = {'bench': 'run', 'optim': o, 'world': int(w), 'fsdp': m, 'omp_threads': int(th), 'micro_batch': int(mb), 'rc': int(rc),
-         'wall_s': float(wall), 'cpu_s': round(float(user) + float(sys_), 2), 'loadavg': sys.argv[1],
-         'dir': sys.argv[2], 'log': sys.argv[3], 'config': sys.argv[4]}
-  if int(rc) != 0:
-      rec['error'] = open(sys.argv[3], errors='replace').read()[-3000:]
-  print(json.dumps(rec))" "$load" "$dir" "$WORK/$name.log" "$config" >> "$RAW"
+import json, sys
+o, w, m, th, mb, rc, wall, user, sys_ = sys.stdin.read().split()
+rec = {'bench': 'run', 'optim': o, 'world': int(w), 'fsdp': m, 'omp_threads': int(th), 'micro_batch': int(mb), 'rc': int(rc),
+       'wall_s': float(wall), 'cpu_s': round(float(user) + float(sys_), 2), 'loadavg': sys.argv[1],
+       'dir': sys.argv[2], 'log': sys.argv[3], 'config': sys.argv[4]}
+if int(rc) != 0:
+    rec['error'] = open(sys.argv[3], errors='replace').read()[-3000:]
+print(json.dumps(rec))" "$load" "$dir" "$WORK/$name.log" "$config" >> "$RAW" || { log "could not record the run in $RAW"; exit 1; }
     if [ "$rc" != 0 ]; then
       log "  FAILED (exit $rc); its output ends:"
       tail -15 "$WORK/$name.log" | tr '\r' '\n' | tail -15 >&2
