@@ -47,4 +47,12 @@ std::vector<MatrixBlock> layer_blocks(int layer, const ParamTable& table, int64_
   return blocks;
 }
 
+int whole_block_index(const std::vector<MatrixBlock>& whole, const ParamTable& whole_table, const MatrixBlock& b,
+                      const std::string& entry_name) {
+  for (size_t i = 0; i < whole.size(); ++i)
+    if (whole[i].row0 == b.row0 && whole[i].col0 == b.col0 && whole_table.entries[whole[i].entry].name == entry_name)
+      return static_cast<int>(i);
+  return -1;
+}
+
 }  // namespace asteria

@@ -30,6 +30,12 @@ std::vector<std::pair<int64_t, int64_t>> split_dimension(int64_t n, int64_t max_
 std::vector<MatrixBlock> layer_blocks(int layer, const ParamTable& table, int64_t max_dim,
                                       bool precondition_embeddings);
 
+// The index of block b (of a table whose entries may be a shard's row-blocks: entry_name is
+// b's tensor) among `whole`, the blocks of the whole layer's table `whole_table`: the same
+// tensor, first row and first column. -1 when there is none.
+int whole_block_index(const std::vector<MatrixBlock>& whole, const ParamTable& whole_table, const MatrixBlock& b,
+                      const std::string& entry_name);
+
 // Whether an entry is preconditioned (a block owner) or updated by AdamW.
 bool is_preconditioned(const ParamEntry& e, bool precondition_embeddings);
 

@@ -63,6 +63,16 @@ RefreshSchedule::RefreshSchedule(const std::string& algorithm, int64_t frequency
   }
 }
 
+RefreshSchedule RefreshSchedule::subset(const std::vector<std::vector<int>>& index) const {
+  RefreshSchedule s = *this;
+  s.offsets_.clear();
+  for (size_t l = 0; l < index.size(); ++l) {
+    s.offsets_.emplace_back();
+    for (int g : index[l]) s.offsets_.back().push_back(offsets_[l].at(static_cast<size_t>(g)));
+  }
+  return s;
+}
+
 int64_t RefreshSchedule::phase(int layer, int block) const {
   // Shampoo: (t + offset) % F == 0; SOAP, KL-Shampoo: (t - 1 + offset) % F == 0.
   const int64_t shift = offsets_[layer][block] - (shampoo_ ? 0 : 1);

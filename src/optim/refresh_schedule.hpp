@@ -41,6 +41,10 @@ class RefreshSchedule {
   int64_t phase(int layer, int block) const;
   int64_t frequency() const { return frequency_; }
   int64_t offset(int layer, int block) const { return offsets_[layer][block]; }
+  // The schedule of a subset of the blocks (a sharded rank's): block b of layer l here is block
+  // index[l][b] of this schedule, with its offset, so a rank's blocks refresh when they would in
+  // the whole model's schedule.
+  RefreshSchedule subset(const std::vector<std::vector<int>>& index) const;
 
  private:
   bool shampoo_ = false;

@@ -58,6 +58,8 @@ class SecondOrderOptimizer final : public Optimizer {
   BlockPreconditioner& preconditioner(int layer, int block) { return *precond_[layer][block]; }
   int num_layers() const { return static_cast<int>(blocks_.size()); }
   const RefreshSchedule& schedule() const { return schedule_; }
+  // A sharded rank's optimizer refreshes on the whole model's (staggered) schedule.
+  void set_schedule(RefreshSchedule s) { schedule_ = std::move(s); }
   const std::string& algorithm() const { return p_.algorithm; }
   // Where refreshes run (default: inline). The policy must outlive the optimizer's use.
   void set_refresh_policy(RefreshPolicy* policy) { policy_ = policy ? policy : &inline_; }

@@ -109,11 +109,9 @@ int Checkpointer::global_block(int layer, int local) const {
   const ParamTable& whole = parts_.model.table(layer);
   const std::vector<MatrixBlock> all =
       layer_blocks(layer, whole, cfg_.optim.max_preconditioner_dim, cfg_.optim.precondition_embeddings);
-  for (size_t i = 0; i < all.size(); ++i)
-    if (all[i].row0 == b.row0 && all[i].col0 == b.col0 && whole.entries[all[i].entry].name == so.entry_name(layer, b.entry))
-      return static_cast<int>(i);
-  ASTERIA_ASSERT(false, "block ", b.name, " is not a block of layer ", layer);
-  return -1;
+  const int i = whole_block_index(all, whole, b, so.entry_name(layer, b.entry));
+  ASTERIA_ASSERT(i >= 0, "block ", b.name, " is not a block of layer ", layer);
+  return i;
 }
 
 int Checkpointer::local_block(int layer, int global) const {

@@ -153,6 +153,30 @@ TEST_F(MultiRank, TwoAndFourRanksMatchOneRankInEveryMode) {
   }
 }
 
+TEST_F(MultiRank, AStaggeredShardedRunRefreshesOnTheWholeModelsSchedule) {
+  // With runtime.stagger the refresh offsets are balanced over every block of the model; a
+  // sharded rank's blocks keep those offsets (not ones balanced over its own blocks), so 4 ranks
+  // continue a one-rank checkpoint on the one-rank losses.
+  std::string out;
+  const std::string base = " --set train.steps=20 --set optim.precondition_frequency=5 --set runtime.stagger=true ";
+  ASSERT_EQ(0, train("tiny-soap.yaml", 1, "start", base + "--set run.overwrite=true --set train.stop_after=8", &out)) << out;
+  std::vector<double> one;
+  for (int ranks : {1, 4}) {
+    const std::string run = "stagger" + std::to_string(ranks);
+    std::filesystem::remove_all(dir_.file(run));
+    std::filesystem::copy(dir_.file("start"), dir_.file(run), std::filesystem::copy_options::recursive);
+    ASSERT_EQ(0, train("tiny-soap.yaml", ranks, run,
+                       base + "--resume latest --set checkpoint.allow_changes=[train.micro_batch] --set distributed.fsdp=full "
+                              "--set checkpoint.enabled=false",
+                       &out))
+        << out;
+    const std::vector<double> l = losses(dir_.file(run));
+    ASSERT_EQ(l.size(), 20u) << out;
+    if (ranks == 1) one = l;
+    else EXPECT_LT(worst_relative(one, l), 1e-5);
+  }
+}
+
 TEST_F(MultiRank, ACheckpointOfTwoRanksResumesAtOneAndFour) {
   std::string out;
   const std::string base = " --set train.steps=16 --set optim.precondition_frequency=5 --set distributed.fsdp=none ";
