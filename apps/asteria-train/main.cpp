@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
                  "or a checkpoint directory (same as --set checkpoint.resume=...)");
   app.add_flag("--dry-run", dry_run,
                "validate the config, print it resolved with parameter count, memory estimate and "
-               "FLOPs per token, and exit");
+               "FLOPs per token (with --set distributed.world_size=W: also the shard map, per-rank memory and "
+               "comm bytes of W ranks), and exit");
   app.add_flag("--print-plan", print_plan, "print the layer-execution plan of a step and exit");
   app.add_option("--plan-step", plan_step, "the step whose plan --print-plan prints")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);

@@ -312,6 +312,10 @@ Config read_tree(YAML::Node root, const std::string& source,
          m.vocab_size, ")");
   if (m.norm_placement == NormPlacement::Post && m.norm == NormKind::LayerNorm)
     fail(source, ": model.norm_placement 'post' (OLMo-2) requires model.norm 'rmsnorm'");
+  const DistributedConfig& d = cfg.distributed;
+  if (d.world_size > 0 && d.ranks_per_node > 0 && d.world_size % d.ranks_per_node != 0)
+    fail(source, ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
+         "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
   if (cfg.train.warmup_steps > cfg.train.steps) {
     // A short run of a long recipe (--set train.steps=2, a smoke test) runs; its warm-up is cut.
     cfg.notes.push_back(detail::concat(source, ": train.warmup_steps ", cfg.train.warmup_steps, " exceeds train.steps ",

@@ -122,6 +122,8 @@ uint64_t parse_byte_size(const std::string& text);
 
 struct DistributedConfig {
   std::string fsdp = "full";    // full, hybrid (sharded in a node, replicated across), none (replicated)
+  int world_size = 0;           // planning (--dry-run, --print-plan): plan for this many ranks;
+                                // 0 = the launch's. A run refuses a value other than its ranks.
   int ranks_per_node = 0;       // 0 = from MPI
   int prefetch = 2;             // sharded: layers whose gather runs ahead of the forward
   bool check_every_step = false;   // the ranks' parameters compared every step (else at the end)

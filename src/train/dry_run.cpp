@@ -1,11 +1,14 @@
 #include "train/dry_run.hpp"
 
+#include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "model/model.hpp"
 #include "train/flops.hpp"
 #include "train/optimizer_factory.hpp"
 #include "train/tier_config.hpp"
+#include "train/world_plan.hpp"
 
 namespace asteria {
 
@@ -29,6 +32,234 @@ std::string human_count(double n) {
   else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.3fM", n / 1e6);
   else std::snprintf(buf, sizeof buf, "%.0f", n);
   return buf;
+}
+
+// "0-3,5,7-9": a sorted list of ranks as ranges, cut after about 100 characters ("...").
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    if (out.size() > 100) return out + ",...";
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(ranks[i]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(ranks[j]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string short_name(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+// What a rank's shard table holds: "att_qkv rows 4096-6143, att_out, mlp_up rows 0-2047".
+std::string owned_text(const ParamTable& mine) {
+  struct Piece {
+    std::string name;
+    int64_t row0, rows, tensor_rows;
+  };
+  std::vector<Piece> pieces;
+  for (const ParamEntry& e : mine.entries) {
+    const int64_t rows = e.shape.size() == 2 ? e.shape[0] : 0;
+    const int64_t tensor_rows = e.tensor_rows > 0 ? e.tensor_rows : rows;
+    if (!pieces.empty() && pieces.back().name == e.name && pieces.back().row0 + pieces.back().rows == e.row_offset)
+      pieces.back().rows += rows;
+    else
+      pieces.push_back({e.name, e.row_offset, rows, tensor_rows});
+  }
+  std::string out;
+  for (const Piece& p : pieces) {
+    out += (out.empty() ? "" : ", ") + short_name(p.name);
+    if (p.rows < p.tensor_rows)
+      out += " rows " + std::to_string(p.row0) + "-" + std::to_string(p.row0 + p.rows - 1);
+  }
+  return out;
+}
+
+// Groups of more ranks than this are summarized per layer (ranks by unit count), not listed.
+constexpr int kListRanks = 16;
+
+// One layer's shard map, without its name (layers alike print one map).
+std::string layer_map(const Config& cfg, const WorldPlan& plan, int l) {
+  const ParamTable& t = plan.tables[l];
+  const LayerShards& s = plan.shards[l];
+  const int G = plan.world.group;
+  std::ostringstream os;
+  if (t.numel == 0) {
+    os << ": no parameters (its collectives move nothing; every rank still joins them)\n";
+    return os.str();
+  }
+  std::vector<ParamTable> mine;
+  size_t units = 0;
+  for (int g = 0; g < G; ++g) {
+    mine.push_back(shard_table(t, s, g, cfg.optim.max_preconditioner_dim));
+    units += mine.back().entries.size();
+  }
+  size_t largest = 0;
+  for (int g = 0; g < G; ++g) largest = std::max(largest, s.count(g));
+  char even[32];
+  std::snprintf(even, sizeof even, "%.2f", static_cast<double>(largest) * G / static_cast<double>(t.numel));
+  os << ": " << floats_text(static_cast<double>(t.numel)) << ", " << units << " units; largest shard "
+     << floats_text(static_cast<double>(largest)) << " (" << even << " x an even 1/" << G << ")\n";
+  if (G <= kListRanks) {
+    for (int g = 0; g < G; ++g) {
+      os << "  rank " << g << ": ";
+      if (s.count(g) == 0) {
+        os << "no unit\n";
+        continue;
+      }
+      os << mine[g].entries.size() << (mine[g].entries.size() == 1 ? " unit, " : " units, ")
+         << floats_text(static_cast<double>(s.count(g))) << ": " << owned_text(mine[g]) << "\n";
+    }
+    return os.str();
+  }
+  // Ranks by the number of units they own, most first.
+  std::map<size_t, std::vector<int>, std::greater<>> by_units;
+  for (int g = 0; g < G; ++g) by_units[mine[g].entries.size()].push_back(g);
+  for (const auto& [n, ranks] : by_units) {
+    if (n == 0) {
+      os << "  no unit: " << ranks.size() << " ranks (" << rank_ranges(ranks) << "; they join every collective)\n";
+      continue;
+    }
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int g : ranks) {
+      lo = std::min(lo, s.count(g));
+      hi = std::max(hi, s.count(g));
+    }
+    // "4.19M - 16.78M floats", or one figure when they print alike.
+    std::string a = floats_text(static_cast<double>(lo));
+    const std::string b = floats_text(static_cast<double>(hi));
+    if (a != b) a = a.substr(0, a.find(' ')) + " - " + b;
+    os << "  " << n << (n == 1 ? " unit, " : " units, ") << a << ": " << ranks.size() << " ranks ("
+       << rank_ranges(ranks) << ")\n";
+  }
+  return os.str();
+}
+
+// The min and max over the ranks of a figure, with the ranks that have them.
+// exact: each figure also in bytes ("1.00 MiB = 1048584 B"), to compare with metrics.jsonl.
+template <class F>
+std::string min_max(const WorldPlan& plan, F figure, bool exact = false) {
+  size_t lo = 0, hi = 0;
+  for (size_t g = 1; g < plan.ranks.size(); ++g) {
+    if (figure(plan.ranks[g]) < figure(plan.ranks[lo])) lo = g;
+    if (figure(plan.ranks[g]) > figure(plan.ranks[hi])) hi = g;
+  }
+  const auto text = [&](size_t g) {
+    const size_t b = figure(plan.ranks[g]);
+    return human_bytes(static_cast<double>(b)) + (exact ? " = " + std::to_string(b) + " B" : std::string());
+  };
+  if (figure(plan.ranks[lo]) == figure(plan.ranks[hi])) return text(lo) + " on every rank";
+  return "min " + text(lo) + " (rank " + std::to_string(lo) + "), max " + text(hi) + " (rank " + std::to_string(hi) + ")";
+}
+
+std::string world_report(const Config& cfg) {
+  const WorldPlan plan = plan_world(cfg);
+  const PlannedWorld& w = plan.world;
+  std::ostringstream os;
+  const int64_t instances = static_cast<int64_t>(w.world) * cfg.train.micro_batch * cfg.train.grad_accum;
+  os << "# world of " << w.world << " ranks: global batch " << w.world << " x " << cfg.train.micro_batch << " x "
+     << cfg.train.grad_accum << " = " << instances << " instances, " << instances * cfg.model.seq_len
+     << " tokens per step\n\n";
+  os << "# shard map (distributed.world_size " << w.world << ", distributed.fsdp " << w.mode << ": ";
+  if (w.mode == "full") os << "one shard group of " << w.group << " ranks, no replicas)\n";
+  else if (w.mode == "hybrid")
+    os << w.replicas << " node(s) of " << w.group << " ranks: a shard group per node, replicated across nodes; "
+       << "rank below = local rank, alike on every node)\n";
+  else os << w.replicas << " replicas of the whole model)\n";
+  if (!w.sharded()) {
+    os << "nothing is sharded: every rank holds and steps every layer whole\n\n";
+  } else {
+    os << "unit: a row-block of a matrix (at most optim.max_preconditioner_dim = " << cfg.optim.max_preconditioner_dim
+       << " rows, all columns) or a 1-D tensor; a rank owns whole units and steps them\n";
+    // Consecutive layers with the same map (blocks.0 .. blocks.N-1) print it once.
+    const int L = static_cast<int>(plan.tables.size());
+    for (int l = 0; l < L;) {
+      const std::string map = layer_map(cfg, plan, l);
+      int last = l;
+      while (last + 1 < L && layer_map(cfg, plan, last + 1) == map) ++last;
+      os << plan.layer_names[l];
+      if (last > l) os << " .. " << plan.layer_names[last] << " (" << last - l + 1 << " layers, each)";
+      os << map;
+      l = last + 1;
+    }
+    os << "\n";
+  }
+
+  const RankFigures& r0 = plan.ranks[0];
+  os << "# per-rank memory (fp32, world " << w.world << "; min / max over the ranks)\n";
+  size_t shard_lo = SIZE_MAX, shard_hi = 0;
+  for (const RankFigures& f : plan.ranks) {
+    shard_lo = std::min(shard_lo, f.shard_floats);
+    shard_hi = std::max(shard_hi, f.shard_floats);
+  }
+  os << "params:           " << human_bytes(static_cast<double>(r0.param_bytes))
+     << "  (every rank: today each keeps every layer's whole flat buffer, gathered, never released";
+  if (w.sharded())
+    os << "; its own shard is " << human_bytes(shard_lo * 4.0) << (shard_hi != shard_lo ? " - " + human_bytes(shard_hi * 4.0) : "");
+  os << ")\n"
+     << "grads:            " << human_bytes(static_cast<double>(r0.grad_bytes)) << "  (every rank: whole buffers too"
+     << (w.sharded() ? "; the reduce-scatter leaves each rank its shard's mean" : "") << ")\n";
+  os << "optimizer state:  " << min_max(plan, [](const RankFigures& f) { return f.optim.total(); }) << "  ("
+     << cfg.optim.name << (w.sharded() ? ", on each rank's shard tables" : ", whole") << ")\n";
+  if (w.sharded()) {
+    size_t sum = 0;
+    int64_t blocks = 0;
+    for (const RankFigures& f : plan.ranks) {
+      sum += f.optim.total();
+      blocks += f.optim.blocks;
+    }
+    os << "  over a shard group: " << human_bytes(static_cast<double>(sum)) << " = one process's "
+       << human_bytes(static_cast<double>(plan.one_rank_optim.total()));
+    if (cfg.optim.name != "adamw") os << "; " << blocks << " blocks = " << plan.one_rank_optim.blocks;
+    os << "\n";
+    if (cfg.optim.name != "adamw") {
+      int64_t lo = INT64_MAX, hi = 0;
+      for (const RankFigures& f : plan.ranks) {
+        lo = std::min(lo, f.optim.blocks);
+        hi = std::max(hi, f.optim.blocks);
+      }
+      os << "  blocks per rank: " << lo << " - " << hi << "\n";
+    }
+    std::vector<int> idle;
+    for (const RankFigures& f : plan.ranks)
+      if (f.units == 0) idle.push_back(f.group_rank);
+    if (!idle.empty())
+      os << "  ranks owning no unit of any layer: " << idle.size() << " (" << rank_ranges(idle)
+         << "; no optimizer state, they step nothing)\n";
+  }
+  os << "comm buffers:     "
+     << (w.sharded() ? min_max(plan, [](const RankFigures& f) { return f.comm_buffer_bytes; }) +
+                           "  (the reduce-scatter's receive buffer: the rank's largest shard of a layer)"
+                     : std::string("none  (the all-reduce runs in place)"))
+     << "\n"
+     << "activations:      " << human_bytes(static_cast<double>(r0.activation_bytes)) << "  (micro-batch "
+     << cfg.train.micro_batch << " x seq " << cfg.model.seq_len << ")\n"
+     << "total (peak):     " << min_max(plan, [](const RankFigures& f) { return f.total_bytes(); }) << "\n\n";
+
+  os << "# comm per step, per rank (the data it moves at least, as metrics.jsonl comm_bytes counts it)\n";
+  if (!w.reduces()) {
+    os << "none (one rank)\n";
+    return os.str();
+  }
+  const std::string inside = w.mode == "hybrid" ? ", inside a node" : "";
+  const std::string across = w.mode == "hybrid" ? ", across nodes" : "";
+  if (w.sharded())
+    os << "shard group (" << w.group << " ranks" << inside << "): gather + reduce_scatter "
+       << min_max(plan, [](const RankFigures& f) { return f.comm.group; }, true)
+       << "  (per layer, each way: the other ranks' parts, the layer less the rank's own shard)\n";
+  if (w.replicas > 1)
+    os << "replica group (" << w.replicas << " ranks" << across << "): all_reduce "
+       << min_max(plan, [](const RankFigures& f) { return f.comm.replicas; }, true)
+       << "  (2 (n-1)/n x " << (w.sharded() ? "the rank's shard" : "every layer") << ")\n";
+  os << "total:            " << min_max(plan, [](const RankFigures& f) { return f.comm.group + f.comm.replicas; }, true)
+     << "  (plus the all-reduces of a few scalars: grad norm, loss)\n";
+  return os.str();
 }
 
 }  // namespace
@@ -73,6 +304,7 @@ std::string dry_run_report(const Config& cfg) {
      << "training FLOPs per token: " << fpt << "  (" << training_flops_formula() << ")\n"
      << "tokens per step:          " << tokens_per_step << "\n"
      << "training FLOPs per step:  " << fpt * tokens_per_step << "\n";
+  if (cfg.distributed.world_size > 0) os << "\n" << world_report(cfg);
   return os.str();
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // The --dry-run report: the resolved config, parameter counts, a memory estimate per component
-// (parameters, gradients, optimizer state, activations) and FLOPs per token. Allocates nothing
-// model-sized, so it works for every preset on any machine.
+// (parameters, gradients, optimizer state, activations) and FLOPs per token; with
+// distributed.world_size W also the world's global batch, shard map, per-rank memory and comm
+// bytes per step (train/world_plan.hpp). Allocates nothing model-sized, so it works for every
+// preset and world size on any machine.
 #include <string>
 
 #include "train/config.hpp"

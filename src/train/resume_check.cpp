@@ -39,7 +39,8 @@ const std::vector<std::string> kMayChange = {
     "checkpoint",  "run",              "runtime.threads",  "runtime.shadow.threads", "runtime.shadow.lane",
     "runtime.shadow.worker_delay_ms", "runtime.tiers", "distributed.timeout_s", "distributed.ranks_per_node",
     // The state is stored in global form: how ranks share it may change with the launch.
-    "distributed.fsdp", "distributed.prefetch", "distributed.check_every_step"};
+    "distributed.fsdp", "distributed.prefetch", "distributed.check_every_step",
+    "distributed.world_size"};
 
 }  // namespace
 

@@ -4,7 +4,9 @@
 // May change: train.steps, train.stop_after, train.eval_every, data.eval, data.eval_batches,
 // checkpoint.*, run.*, runtime.threads, runtime.shadow.threads / lane / worker_delay_ms and
 // runtime.tiers.* (how and where the run computes and keeps its state, not what it computes),
-// and data.train's path when the file's fingerprint is the same.
+// every distributed.* key (the state is stored in global form: how ranks share it, and
+// distributed.world_size, may change with the launch), and data.train's path when the file's
+// fingerprint is the same.
 // Every other key (the model, the optimizer and its block structure and hyperparameters, the
 // seed, micro-batch and grad accumulation, the LR schedule's shape, runtime.mode / delay /
 // stagger) must be equal, unless it is listed in checkpoint.allow_changes, which accepts it on

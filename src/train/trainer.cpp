@@ -36,6 +36,7 @@
 #include "train/step_plan.hpp"
 #include "train/stop_signals.hpp"
 #include "train/tier_config.hpp"
+#include "train/world_plan.hpp"
 
 namespace fs = std::filesystem;
 
@@ -133,6 +134,8 @@ struct Trainer::Impl {
     comm = world_comm;
     rank = comm->rank();
     world = comm->size();
+    ASTERIA_CHECK(cfg.distributed.world_size == 0 || cfg.distributed.world_size == world, cfg.source, ": distributed.world_size is ",
+                  cfg.distributed.world_size, " but this launch has ", world, " rank(s) (the key plans --dry-run / --print-plan)");
     topo = make_topology(*comm, cfg.distributed.ranks_per_node);
     topo.set_timeout(cfg.distributed.timeout_s);
     check_supported(cfg);
@@ -519,6 +522,22 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
   builder.add_contributor(&model_ops);
+  // distributed.world_size: the comm lane's ops of a launch of that many ranks, as the trainer
+  // adds them (after the model's ops, before the optimizer's).
+  std::unique_ptr<WorldPlan> world;
+  std::unique_ptr<ShardingPlanOps> sharding_ops;
+  std::string comm_note;
+  if (cfg.distributed.world_size > 0) {
+    world = std::make_unique<WorldPlan>(plan_world(cfg));
+    const PlannedWorld& w = world->world;
+    sharding_ops = std::make_unique<ShardingPlanOps>(w.sharded(), w.reduces(), cfg.distributed.prefetch);
+    builder.add_contributor(sharding_ops.get());
+    comm_note = "comm lane: world " + std::to_string(w.world) + ", distributed.fsdp " + w.mode + " (shard group of " +
+                std::to_string(w.group) + ", " + std::to_string(w.replicas) + " replica(s)); " +
+                (w.sharded() ? "gathers " + std::to_string(cfg.distributed.prefetch) + " layer(s) ahead, no release: " +
+                                   "every rank keeps every layer's whole buffer for now\n"
+                             : std::string(w.reduces() ? "replicated: one all_reduce per layer\n" : "one rank: no collectives\n"));
+  }
   // The shadow pipeline's ops follow from the refresh schedule alone: no optimizer state needed.
   std::unique_ptr<RefreshSchedule> schedule;
   std::unique_ptr<RootJobPlacement> placement;
@@ -561,8 +580,9 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   Plan plan;
   for (int64_t s = 1; s <= step; ++s) builder.build({s, L, cfg.train.grad_accum}, plan);
   return plan.describe(names, [&](const Op& op) {
+           if (op.lane == Lane::Comm && world) return comm_op_detail(*world, op.kind, op.layer);
            return op.kind == OpKind::RootJobBatch ? shadow_ops->describe(op, names) : tiers.describe(op);
-         }) + note;
+         }) + note + comm_note;
 }
 
 }  // namespace asteria

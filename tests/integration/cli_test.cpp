@@ -148,3 +148,17 @@ TEST(Cli, PrintPlanShowsTierMoves) {
   EXPECT_NE(out.find("disk->device"), std::string::npos) << out;
   EXPECT_NE(out.find("device->host"), std::string::npos) << out;
 }
+
+// Planning another world without MPI (tests/train/world_plan_test.cpp checks the figures).
+TEST(Cli, DryRunAndPrintPlanForAnotherWorldSize) {
+  std::string out;
+  for (const char* w : {"8", "64"}) {
+    ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --dry-run --set distributed.world_size=" + w, &out)) << out;
+    EXPECT_NE(out.find("# shard map (distributed.world_size " + std::string(w)), std::string::npos) << out;
+    EXPECT_NE(out.find("# per-rank memory"), std::string::npos) << out;
+    EXPECT_NE(out.find("# comm per step, per rank"), std::string::npos) << out;
+  }
+  ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/tiny-soap.yaml --print-plan --set distributed.world_size=2", &out)) << out;
+  EXPECT_NE(out.find("comm     gather        blocks.0"), std::string::npos) << out;
+  EXPECT_NE(out.find("comm     reduce_scatter blocks.0"), std::string::npos) << out;
+}

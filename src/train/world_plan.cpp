@@ -1,0 +1,116 @@
+#include "train/world_plan.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "model/model.hpp"
+
+namespace asteria {
+
+PlannedWorld planned_world(const Config& cfg) {
+  const DistributedConfig& d = cfg.distributed;
+  ASTERIA_CHECK(d.world_size > 0, cfg.source, ": planning a multi-rank launch needs distributed.world_size > 0");
+  PlannedWorld w;
+  w.mode = d.fsdp;
+  w.world = d.world_size;
+  w.ranks_per_node = d.ranks_per_node;
+  // Also refused when the config is loaded; a Config built in code may skip that.
+  ASTERIA_CHECK(d.ranks_per_node == 0 || d.world_size % d.ranks_per_node == 0, cfg.source,
+                ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
+                "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
+  if (w.mode == "full") {
+    w.group = w.world;
+    w.replicas = 1;
+  } else if (w.mode == "hybrid") {
+    ASTERIA_CHECK(d.ranks_per_node > 0, cfg.source, ": distributed.fsdp hybrid with distributed.world_size ",
+                  d.world_size, " needs distributed.ranks_per_node (the size of a node's shard group; "
+                  "planning has no MPI to ask)");
+    w.group = d.ranks_per_node;
+    w.replicas = w.world / d.ranks_per_node;
+  } else {
+    ASTERIA_CHECK(w.mode == "none", cfg.source, ": distributed.fsdp '", w.mode, "'");
+    w.group = 1;
+    w.replicas = w.world;
+  }
+  return w;
+}
+
+WorldPlan plan_world(const Config& cfg) {
+  WorldPlan p;
+  p.world = planned_world(cfg);
+  p.tables = model_param_tables(cfg.model);
+  p.layer_names = model_layer_names(cfg.model);
+  const int64_t max_dim = cfg.optim.max_preconditioner_dim;
+  const int G = p.world.group, R = p.world.replicas;
+  size_t numel = 0;
+  for (size_t l = 0; l < p.tables.size(); ++l) {
+    const ParamTable& t = p.tables[l];
+    // What Sharding refuses, planning refuses too.
+    ASTERIA_CHECK(t.numel <= static_cast<size_t>(INT32_MAX), cfg.source, ": layer ", p.layer_names[l], " has ", t.numel,
+                  " parameters, more than one MPI collective can address (2^31 - 1 floats)");
+    p.shards.push_back(shard_layer(t, max_dim, G));
+    numel += t.numel;
+  }
+  p.one_rank_optim = optimizer_state_bytes(cfg.optim, p.tables);
+  const size_t activations = model_activation_bytes(cfg.model, cfg.train.micro_batch);
+  for (int g = 0; g < G; ++g) {
+    RankFigures f;
+    f.group_rank = g;
+    std::vector<ParamTable> owned;
+    size_t largest = 1;   // Sharding's receive buffer: this rank's largest part of a gradient
+    for (size_t l = 0; l < p.tables.size(); ++l) {
+      const LayerShards& s = p.shards[l];
+      ParamTable mine = shard_table(p.tables[l], s, g, max_dim);
+      f.units += static_cast<int>(mine.entries.size());
+      f.shard_floats += s.count(g);
+      largest = std::max(largest, s.count(g));
+      // As Sharding: unsharded, the optimizer keeps whole tensors.
+      owned.push_back(G > 1 ? std::move(mine) : p.tables[l]);
+      // As Sharding::gather and reduce_grads count them, once per layer and step: in the shard
+      // group the other ranks' parts (they arrive for the all-gather, leave for the reduce-scatter).
+      if (p.world.sharded()) f.comm.group += 2 * (s.numel - s.count(g)) * sizeof(float);
+      if (R > 1) f.comm.replicas += 2 * (R - 1) * s.count(g) * sizeof(float) / R;
+    }
+    // Today every rank keeps the whole flat parameter and gradient buffers (sharding.hpp).
+    f.param_bytes = f.grad_bytes = numel * sizeof(float);
+    f.optim = optimizer_state_bytes(cfg.optim, owned);
+    f.comm_buffer_bytes = p.world.sharded() ? largest * sizeof(float) : 0;
+    f.activation_bytes = activations;
+    p.ranks.push_back(f);
+  }
+  return p;
+}
+
+std::string floats_text(double n) {
+  char buf[48];
+  if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG floats", n / 1e9);
+  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM floats", n / 1e6);
+  else if (n >= 1e4) std::snprintf(buf, sizeof buf, "%.1fK floats", n / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f floats", n);
+  return buf;
+}
+
+std::string comm_op_detail(const WorldPlan& plan, OpKind kind, int layer) {
+  if (layer < 0 || layer >= static_cast<int>(plan.shards.size())) return "";
+  const PlannedWorld& w = plan.world;
+  const LayerShards& s = plan.shards[layer];
+  size_t largest = 0;
+  for (int r = 0; r < s.world(); ++r) largest = std::max(largest, s.count(r));
+  const std::string parts = floats_text(static_cast<double>(s.numel)) + " in parts of their owners' size (largest " +
+                            floats_text(static_cast<double>(largest)) + ")";
+  switch (kind) {
+    case OpKind::Gather:
+      return "all-gather in the shard group of " + std::to_string(w.group) + ": " + parts;
+    case OpKind::ReduceScatter:
+      return "reduce-scatter in the shard group of " + std::to_string(w.group) + ": " + parts +
+             (w.replicas > 1 ? ", then all-reduce of each shard across " + std::to_string(w.replicas) + " replicas" : "");
+    case OpKind::AllReduce:
+      return "all-reduce across " + std::to_string(w.replicas) + " replicas: " + floats_text(static_cast<double>(s.numel));
+    default:
+      return "";
+  }
+}
+
+}  // namespace asteria

@@ -1,0 +1,298 @@
+// Planning a launch of distributed.world_size ranks without MPI: --dry-run's shard map, per-rank
+// memory and comm bytes (train/world_plan.hpp, train/dry_run.cpp), --print-plan's comm-lane ops
+// (describe_step_plan), and a real one-rank run refusing a world_size it does not have.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "model/model.hpp"
+#include "train/config.hpp"
+#include "train/dry_run.hpp"
+#include "train/resume_check.hpp"
+#include "train/trainer.hpp"
+#include "train/world_plan.hpp"
+
+using namespace asteria;
+
+namespace {
+
+const std::string kConfigs = std::string(ASTERIA_SOURCE_DIR) + "/configs";
+
+Config olmo_soap(std::vector<std::string> sets) {
+  return load_config(kConfigs + "/olmo-1b-soap.yaml", sets);
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+// The figures every sharded plan must satisfy, whatever W.
+void expect_consistent(const WorldPlan& p) {
+  const int G = p.world.group;
+  ASSERT_EQ(static_cast<int>(p.ranks.size()), G);
+  size_t numel = 0;
+  for (const ParamTable& t : p.tables) numel += t.numel;
+  // The optimizer state of a whole shard group is one process's, piece by piece.
+  OptimizerStateBytes sum;
+  size_t shard_floats = 0, lo = SIZE_MAX, hi = 0;
+  for (const RankFigures& f : p.ranks) {
+    sum.factors += f.optim.factors;
+    sum.roots += f.optim.roots;
+    sum.moments += f.optim.moments;
+    sum.adamw += f.optim.adamw;
+    sum.compensation += f.optim.compensation;
+    sum.blocks += f.optim.blocks;
+    shard_floats += f.shard_floats;
+    lo = std::min(lo, f.optim.total());
+    hi = std::max(hi, f.optim.total());
+    EXPECT_EQ(f.param_bytes, numel * sizeof(float));   // whole buffers on every rank, for now
+    EXPECT_EQ(f.grad_bytes, numel * sizeof(float));
+  }
+  EXPECT_EQ(sum.factors, p.one_rank_optim.factors);
+  EXPECT_EQ(sum.roots, p.one_rank_optim.roots);
+  EXPECT_EQ(sum.moments, p.one_rank_optim.moments);
+  EXPECT_EQ(sum.adamw, p.one_rank_optim.adamw);
+  EXPECT_EQ(sum.compensation, p.one_rank_optim.compensation);
+  EXPECT_EQ(sum.blocks, p.one_rank_optim.blocks);
+  EXPECT_EQ(sum.total(), p.one_rank_optim.total());
+  EXPECT_EQ(shard_floats, numel);
+  EXPECT_GE(hi * G, p.one_rank_optim.total());   // max >= total / G
+  EXPECT_LE(lo * G, p.one_rank_optim.total());   // min <= total / G
+  // The shards tile every layer.
+  for (size_t l = 0; l < p.shards.size(); ++l) {
+    const LayerShards& s = p.shards[l];
+    EXPECT_EQ(s.world(), G);
+    EXPECT_EQ(s.begin.front(), 0u);
+    EXPECT_EQ(s.begin.back(), p.tables[l].numel);
+  }
+  if (!p.world.sharded()) return;
+  // Per layer and step, one all-gather and one reduce-scatter, each moving the other ranks'
+  // parts (unpadded): the layer less the rank's own shard. Over the group: (G - 1) x the model.
+  size_t group_sum = 0;
+  for (const RankFigures& f : p.ranks) {
+    size_t want = 0, largest = 1;
+    for (const LayerShards& s : p.shards) {
+      want += 2 * (s.numel - s.count(f.group_rank)) * sizeof(float);
+      largest = std::max(largest, s.count(f.group_rank));
+    }
+    EXPECT_EQ(f.comm.group, want);
+    EXPECT_EQ(f.comm_buffer_bytes, largest * sizeof(float));   // Sharding's receive buffer
+    group_sum += f.comm.group;
+  }
+  EXPECT_EQ(group_sum, 2 * static_cast<size_t>(G - 1) * numel * sizeof(float));
+}
+
+}  // namespace
+
+TEST(WorldPlan, OlmoSoapDryRunAt8And64RanksPrintsShardMapAndPerRankMemory) {
+  for (int W : {8, 64}) {
+    SCOPED_TRACE("W = " + std::to_string(W));
+    const auto t0 = std::chrono::steady_clock::now();
+    const Config cfg = olmo_soap({"distributed.world_size=" + std::to_string(W)});
+    const std::string out = dry_run_report(cfg);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(seconds, 10.0) << "the dry run allocates nothing model-sized";
+    // Today's report, then the world's.
+    EXPECT_TRUE(has(out, "# memory estimate (fp32, one process)")) << out;
+    EXPECT_TRUE(has(out, "# world of " + std::to_string(W) + " ranks: global batch " + std::to_string(W) + " x 4 x 512")) << out;
+    EXPECT_TRUE(has(out, "# shard map (distributed.world_size " + std::to_string(W) + ", distributed.fsdp full")) << out;
+    // OLMo-1B's 16 blocks share one map; wte is 25 row-blocks of <= 2048 rows; a block 13.
+    EXPECT_TRUE(has(out, "blocks.0 .. blocks.15 (16 layers, each): 67.11M floats, 13 units; largest shard 16.78M floats")) << out;
+    EXPECT_TRUE(has(out, "embed: 103.02M floats, 25 units; largest shard")) << out;
+    EXPECT_TRUE(has(out, "head: no parameters")) << out;
+    if (W == 8) {
+      EXPECT_TRUE(has(out, "  rank 0: ")) << out;
+      EXPECT_TRUE(has(out, "att_qkv rows ")) << out;
+      EXPECT_TRUE(has(out, "  rank 7: ")) << out;
+    } else {
+      // Summarized: more ranks than a block's 13 units, so most own none of it.
+      EXPECT_FALSE(has(out, "  rank 0: ")) << out;
+      EXPECT_TRUE(has(out, "  1 unit, ")) << out;
+      EXPECT_TRUE(has(out, "  no unit: 51 ranks (")) << out;
+    }
+    EXPECT_TRUE(has(out, "# per-rank memory (fp32, world " + std::to_string(W))) << out;
+    EXPECT_TRUE(has(out, "params:           4.38 GiB  (every rank: today each keeps every layer's whole flat buffer")) << out;
+    EXPECT_TRUE(has(out, "optimizer state:  min ")) << out;
+    EXPECT_TRUE(has(out, "  over a shard group: ")) << out;
+    EXPECT_TRUE(has(out, "comm buffers:     ")) << out;
+    EXPECT_TRUE(has(out, "total (peak):     min ")) << out;
+    EXPECT_TRUE(has(out, "# comm per step, per rank")) << out;
+    EXPECT_TRUE(has(out, "shard group (" + std::to_string(W) + " ranks): gather + reduce_scatter min ")) << out;
+
+    const WorldPlan p = plan_world(cfg);
+    EXPECT_EQ(p.world.group, W);
+    EXPECT_EQ(p.world.replicas, 1);
+    expect_consistent(p);
+    for (const RankFigures& f : p.ranks) EXPECT_EQ(f.comm.replicas, 0u);
+    // The figures printed are the plan's.
+    EXPECT_TRUE(has(out, "; " + std::to_string(p.one_rank_optim.blocks) + " blocks = " + std::to_string(p.one_rank_optim.blocks)))
+        << out;
+  }
+}
+
+TEST(WorldPlan, HybridAndReplicatedGroups) {
+  // hybrid: shard groups of ranks_per_node, replicated across the nodes.
+  {
+    const Config cfg = olmo_soap({"distributed.world_size=8", "distributed.fsdp=hybrid", "distributed.ranks_per_node=4"});
+    const WorldPlan p = plan_world(cfg);
+    EXPECT_EQ(p.world.group, 4);
+    EXPECT_EQ(p.world.replicas, 2);
+    expect_consistent(p);
+    // Across the 2 replicas each rank all-reduces its own shard: 2 (n-1)/n of it, per layer.
+    for (const RankFigures& f : p.ranks) {
+      size_t want = 0;
+      for (const LayerShards& s : p.shards) want += 2 * 1 * s.count(f.group_rank) * sizeof(float) / 2;
+      EXPECT_EQ(f.comm.replicas, want);
+    }
+    const std::string out = dry_run_report(cfg);
+    EXPECT_TRUE(has(out, "2 node(s) of 4 ranks")) << out;
+    EXPECT_TRUE(has(out, "shard group (4 ranks, inside a node): ")) << out;
+    EXPECT_TRUE(has(out, "replica group (2 ranks, across nodes): all_reduce min ")) << out;
+  }
+  // none: every rank whole, the whole gradient all-reduced over all ranks.
+  {
+    const Config cfg = olmo_soap({"distributed.world_size=4", "distributed.fsdp=none"});
+    const WorldPlan p = plan_world(cfg);
+    EXPECT_EQ(p.world.group, 1);
+    EXPECT_EQ(p.world.replicas, 4);
+    ASSERT_EQ(p.ranks.size(), 1u);
+    EXPECT_EQ(p.ranks[0].optim.total(), p.one_rank_optim.total());
+    EXPECT_EQ(p.ranks[0].comm.group, 0u);
+    EXPECT_EQ(p.ranks[0].comm_buffer_bytes, 0u);
+    size_t want = 0;
+    for (const ParamTable& t : p.tables) want += 2 * 3 * t.numel * sizeof(float) / 4;
+    EXPECT_EQ(p.ranks[0].comm.replicas, want);
+    const std::string out = dry_run_report(cfg);
+    EXPECT_TRUE(has(out, "nothing is sharded")) << out;
+    EXPECT_TRUE(has(out, "comm buffers:     none")) << out;
+  }
+  // hybrid needs the node size; a world that is no whole number of nodes is refused at load.
+  EXPECT_TRUE(has(error_of([] { dry_run_report(olmo_soap({"distributed.world_size=8", "distributed.fsdp=hybrid"})); }),
+                  "distributed.ranks_per_node"));
+  const std::string e = error_of([] { olmo_soap({"distributed.world_size=6", "distributed.ranks_per_node=4"}); });
+  EXPECT_TRUE(has(e, "distributed.world_size (6)") && has(e, "distributed.ranks_per_node (4)")) << e;
+  EXPECT_TRUE(has(error_of([] { olmo_soap({"distributed.world_size=-1"}); }), "distributed.world_size"));
+}
+
+TEST(WorldPlan, UnsetWorldSizeLeavesTheReportAsItWas) {
+  const std::string out = dry_run_report(olmo_soap({}));
+  EXPECT_FALSE(has(out, "# shard map")) << out;
+  EXPECT_FALSE(has(out, "# per-rank memory")) << out;
+  EXPECT_TRUE(has(out, "  world_size: 0")) << out;   // the resolved config shows the key
+}
+
+namespace {
+
+// The plan's ops as (lane, kind, layer) per line of describe_step_plan.
+struct PlanLine {
+  int id;
+  std::string lane, kind, layer, rest;
+};
+std::vector<PlanLine> plan_lines(const std::string& text) {
+  std::vector<PlanLine> out;
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);   // "plan of step ..."
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    PlanLine p;
+    if (!(ls >> p.id >> p.lane >> p.kind >> p.layer)) continue;   // the notes after the ops
+    std::getline(ls, p.rest);
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(WorldPlan, PrintPlanAtTwoRanksListsGatherAndReduceScatterOfEveryLayer) {
+  const Config cfg = load_config(kConfigs + "/tiny-soap.yaml", {"distributed.world_size=2", "train.grad_accum=2"});
+  const std::string text = describe_step_plan(cfg, 1);
+  const std::vector<PlanLine> ops = plan_lines(text);
+  const std::vector<std::string> names = model_layer_names(cfg.model);
+  std::map<std::string, int> gathers, reductions;
+  std::map<std::string, int> backward_last, first_forward, reduce_at, grad_norm_at;
+  for (const PlanLine& op : ops) {
+    if (op.kind == "gather") {
+      EXPECT_EQ(op.lane, "comm") << text;
+      EXPECT_TRUE(has(op.rest, "all-gather in the shard group of 2: ")) << op.rest;
+      ++gathers[op.layer];
+    }
+    if (op.kind == "reduce_scatter") {
+      EXPECT_EQ(op.lane, "comm") << text;
+      ++reductions[op.layer];
+      reduce_at[op.layer] = op.id;
+    }
+    if (op.kind == "forward" && !first_forward.count(op.layer)) first_forward[op.layer] = op.id;
+    if (op.kind == "backward" && has(op.rest, "micro=1")) backward_last[op.layer] = op.id;
+    if (op.kind == "grad_norm") grad_norm_at[op.layer] = op.id;
+    EXPECT_NE(op.kind, "all_reduce") << text;
+  }
+  for (const std::string& l : names) {
+    EXPECT_EQ(gathers[l], 1) << l << "\n" << text;
+    EXPECT_EQ(reductions[l], 1) << l << "\n" << text;
+    // Listed after the layer's last backward, before its grad_norm.
+    EXPECT_GT(reduce_at[l], backward_last[l]) << l;
+    if (grad_norm_at.count(l)) {
+      EXPECT_LT(reduce_at[l], grad_norm_at[l]) << l;
+    }
+  }
+  EXPECT_TRUE(has(text, "comm lane: world 2, distributed.fsdp full (shard group of 2, 1 replica(s))")) << text;
+
+  // fsdp none: one all_reduce per layer, no gathers.
+  const std::string none = describe_step_plan(
+      load_config(kConfigs + "/tiny-soap.yaml", {"distributed.world_size=2", "distributed.fsdp=none"}), 1);
+  int all_reduces = 0;
+  for (const PlanLine& op : plan_lines(none)) {
+    EXPECT_NE(op.kind, "gather") << none;
+    EXPECT_NE(op.kind, "reduce_scatter") << none;
+    if (op.kind == "all_reduce") {
+      EXPECT_EQ(op.lane, "comm");
+      EXPECT_TRUE(has(op.rest, "all-reduce across 2 replicas")) << op.rest;
+      ++all_reduces;
+    }
+  }
+  EXPECT_EQ(all_reduces, static_cast<int>(names.size())) << none;
+
+  // Unset (and a world of one): the one-rank plan, no comm lane.
+  for (const char* w : {"distributed.world_size=0", "distributed.world_size=1"})
+    for (const PlanLine& op : plan_lines(describe_step_plan(load_config(kConfigs + "/tiny-soap.yaml", {w}), 1)))
+      EXPECT_NE(op.lane, "comm") << w;
+}
+
+TEST(WorldPlan, ARunRefusesAWorldSizeItDoesNotHave) {
+  // A one-rank run (the trainer's own local communicator) with distributed.world_size 2.
+  const std::string e = error_of([] {
+    Trainer t(load_config(kConfigs + "/tiny-adamw.yaml",
+                          {"distributed.world_size=2", "data.train=/nonexistent.bin", "run.dir=/nonexistent-run-dir"}));
+  });
+  EXPECT_TRUE(has(e, "distributed.world_size is 2 but this launch has 1 rank(s)")) << e;
+  // World size 1 is this launch's: the run goes on (to its next check, the missing token file).
+  const std::string ok = error_of([] {
+    Trainer t(load_config(kConfigs + "/tiny-adamw.yaml",
+                          {"distributed.world_size=1", "data.train=/nonexistent.bin", "run.dir=/nonexistent-run-dir"}));
+  });
+  EXPECT_FALSE(has(ok, "distributed.world_size")) << ok;
+  EXPECT_TRUE(has(ok, "/nonexistent.bin")) << ok;
+}
+
+TEST(WorldPlan, WorldSizeMayChangeOnResume) {
+  // A checkpoint of a 4-rank run (world_size 4 set: it was that launch's) resumes at 2.
+  const Config saved = load_config(kConfigs + "/tiny-adamw.yaml", {"distributed.world_size=4"});
+  const Config now = load_config(kConfigs + "/tiny-adamw.yaml", {"distributed.world_size=2"});
+  EXPECT_EQ(error_of([&] { check_resume_compatible(saved, now, Manifest{}, "ckpt"); }), "(no error)");
+  // The key is written in the resolved config and read back.
+  EXPECT_EQ(load_config_text(config_to_yaml(saved), "resolved").distributed.world_size, 4);
+}
