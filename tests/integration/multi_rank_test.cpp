@@ -20,14 +20,13 @@
 #include "test_util.hpp"
 
 using asteria::testing::run_command;
+using asteria::testing::kConfigs;
+using asteria::testing::kMpirun;
+using asteria::testing::kTrain;
 using asteria::testing::TempDir;
 
 namespace {
 
-const std::string kTrain = std::string(ASTERIA_BIN_DIR) + "/asteria-train";
-const std::string kConfigs = std::string(ASTERIA_SOURCE_DIR) + "/configs";
-// mpirun as root (CI, developers here) needs both variables.
-const std::string kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe ";
 
 std::vector<double> losses(const std::string& run_dir) {
   std::vector<double> out;

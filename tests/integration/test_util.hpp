@@ -9,6 +9,13 @@
 
 namespace asteria::testing {
 
+#if defined(ASTERIA_BIN_DIR) && defined(ASTERIA_SOURCE_DIR)
+inline const std::string kTrain = std::string(ASTERIA_BIN_DIR) + "/asteria-train";
+inline const std::string kConfigs = std::string(ASTERIA_SOURCE_DIR) + "/configs";
+// mpirun as root (CI, developers here) needs both variables; 2 cores take 4 ranks oversubscribed.
+inline const std::string kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe ";
+#endif
+
 // A fresh directory under the system temp dir, removed when the object dies.
 class TempDir {
  public:

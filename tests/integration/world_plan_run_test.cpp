@@ -12,13 +12,11 @@
 #include "train/world_plan.hpp"
 
 using asteria::testing::run_command;
+using asteria::testing::kConfigs;
+using asteria::testing::kMpirun;
+using asteria::testing::kTrain;
 using asteria::testing::TempDir;
 
-namespace {
-const std::string kTrain = std::string(ASTERIA_BIN_DIR) + "/asteria-train";
-const std::string kConfigs = std::string(ASTERIA_SOURCE_DIR) + "/configs";
-const std::string kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe ";
-}  // namespace
 
 TEST(WorldPlanRun, PlannedCommBytesAreTheRunsInEveryMode) {
   TempDir dir("world-plan-run");
