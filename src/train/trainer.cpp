@@ -373,7 +373,9 @@ struct Trainer::Impl {
     const double elapsed0 = resumed.elapsed_s;   // a resumed run's clock goes on
     double timed_tokens = 0, timed_seconds = 0;
     const StopSignals signals;
-    std::vector<double> shared(2 + static_cast<size_t>(world));
+    // Per step, summed over the ranks: loss, stop flag, then per rank its peak memory and its
+    // compute lane's wait for collectives.
+    std::vector<double> shared(2 + 2 * static_cast<size_t>(world));
     const int64_t last = cfg.train.stop_after > 0 ? std::min(cfg.train.stop_after, cfg.train.steps) : cfg.train.steps;
     for (step = resumed.step + 1; step <= last; ++step) {
       lr = lr_at(step, cfg.optim.lr, cfg.train);
@@ -383,11 +385,13 @@ struct Trainer::Impl {
       Timer t;
       executor->run(plan);
       // The loss over the ranks, whether any rank was asked to stop (all stop together), and
-      // each rank's peak memory (its part of the state differs when sharded).
+      // each rank's peak memory (its part of the state differs when sharded) and comm wait.
+      const double comm_wait_s = executor->wait_seconds(OpKind::Forward) + executor->wait_seconds(OpKind::GradNorm);
       std::fill(shared.begin(), shared.end(), 0.0);
       shared[0] = loss_sum;
       shared[1] = static_cast<double>(signals.pending());
       shared[2 + rank] = peak_rss_bytes();
+      shared[2 + world + rank] = comm_wait_s;
       sum_over_ranks(shared.data(), shared.size(), "the loss of step " + std::to_string(step));
       const double step_s = t.seconds();
       const double loss = shared[0] / (cfg.train.grad_accum * world);
@@ -412,16 +416,18 @@ struct Trainer::Impl {
           {"optim_s", executor->seconds(OpKind::GradNorm) + executor->seconds(OpKind::ClipGrads) +
                           executor->seconds(OpKind::OptimStep)},
           {"elapsed_s", elapsed0 + wall.seconds()},
-          {"peak_rss_bytes", std::vector<double>(shared.begin() + 2, shared.end())}};
+          {"peak_rss_bytes", std::vector<double>(shared.begin() + 2, shared.begin() + 2 + world)}};
       if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
       if (sharding->reduces()) {
         // Rank 0's figures: the comm lane's time in collectives, how long the compute lane
         // waited for them (a forward for its gather, a grad_norm for its reduction: the part
-        // of the comm not hidden behind compute), and the bytes sent (as a ring sends them).
+        // of the comm not hidden behind compute; every rank's in comm_wait_s_by_rank), and the
+        // bytes moved.
         const CommBytes bytes = sharding->take_bytes();
         rec["comm_s"] = executor->seconds(OpKind::Gather) + executor->seconds(OpKind::ReduceScatter) +
                         executor->seconds(OpKind::AllReduce);
-        rec["comm_wait_s"] = executor->wait_seconds(OpKind::Forward) + executor->wait_seconds(OpKind::GradNorm);
+        rec["comm_wait_s"] = comm_wait_s;
+        rec["comm_wait_s_by_rank"] = std::vector<double>(shared.begin() + 2 + world, shared.end());
         rec["comm_bytes"] = {{"shard_group", bytes.group}, {"replicas", bytes.replicas}};
       }
       {
