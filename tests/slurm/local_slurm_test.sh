@@ -27,43 +27,13 @@ for b in slurmctld slurmd munged sbatch mpirun; do
 done
 [[ -x $MPI_RANKS ]] || { say "FAIL: $MPI_RANKS is not an executable"; exit 1; }
 
-# Nothing of a Slurm job ctest may run inside leaks into this cluster's jobs.
-while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM_|SBATCH_|SRUN_|SALLOC_|SQUEUE_)' || true)
-STATE=$(mktemp -d /tmp/asteria-slurm-test.XXXXXX)
-RESULT=FAIL
-WHY="interrupted"
-started=0
-WATCHDOG=""
-
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null
-  if ((started)); then "$LOCAL_SLURM" stop "$STATE" >/dev/null 2>&1 || say "stopping the cluster failed"; fi
-  if [[ $RESULT == PASS ]]; then
-    rm -rf "$STATE"
-    say "PASS ($((SECONDS - T0)) s)"
-    exit 0
-  fi
-  for f in "$STATE"/log/slurmctld.log "$STATE"/log/slurmd.log "$STATE"/jobs/*.out; do
-    [[ -s $f ]] && { echo "----- tail of $f"; tail -n 30 "$f"; }
-  done
-  say "FAIL: $WHY (state kept in $STATE)"
-  exit $((rc == 0 ? 1 : rc))
-}
-trap cleanup EXIT
-trap 'WHY="interrupted by a signal"; exit 1' INT TERM
-
-fail() { WHY=$*; exit 1; }
+# shellcheck source=tests/slurm/cluster_fixture.sh
+source "$ROOT/tests/slurm/cluster_fixture.sh"
+slurm_test_begin asteria-slurm-test
+LOGS_AT_FAIL=("$STATE/jobs/*.out")
 
 # --- the cluster
-# Should this script be killed outright (ctest's timeout), a watchdog stops the daemons.
-setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" stop "$3"' watchdog $$ "$LOCAL_SLURM" "$STATE" \
-  </dev/null >/dev/null 2>&1 &
-WATCHDOG=$!
-started=1
-out=$("$LOCAL_SLURM" start "$STATE" 2>&1) || { echo "$out"; fail "local_slurm.sh start"; }
-echo "$out"
+start_test_cluster
 out=$("$LOCAL_SLURM" start "$STATE" 2>&1) || { echo "$out"; fail "a second start failed"; }
 grep -q "already running" <<<"$out" || { echo "$out"; fail "a second start did not say 'already running'"; }
 "$LOCAL_SLURM" status "$STATE" >/dev/null || fail "status says the cluster is not running"

@@ -40,40 +40,15 @@ fail_early() { say "FAIL: $*"; exit 1; }
 [[ -x $TRAIN ]] || fail_early "$TRAIN is not an executable"
 for b in mpirun perl; do command -v "$b" >/dev/null || fail_early "$b not found"; done
 
-# Nothing of a Slurm job ctest may run inside leaks into this cluster's jobs.
-while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM_|SBATCH_|SRUN_|SALLOC_|SQUEUE_)' || true)
+# shellcheck source=tests/slurm/cluster_fixture.sh
+source "$ROOT/tests/slurm/cluster_fixture.sh"
 unset ASTERIA_BIN
-STATE=$(mktemp -d /tmp/asteria-sbatch-test.XXXXXX)
+slurm_test_begin asteria-sbatch-test
 WORK=$STATE/work
 JOBS=$STATE/jobs
 mkdir -p "$WORK" "$JOBS"
-RESULT=FAIL
-WHY="interrupted"
-started=0
-WATCHDOG=""
-REF_PID=""
 JOB=""
-
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null
-  [[ -n $REF_PID ]] && kill "$REF_PID" 2>/dev/null
-  if ((started)); then "$LOCAL_SLURM" stop "$STATE" >/dev/null 2>&1 || say "stopping the cluster failed"; fi
-  if [[ $RESULT == PASS ]]; then
-    rm -rf "$STATE"
-    say "PASS ($((SECONDS - T0)) s)"
-    exit 0
-  fi
-  for f in "$STATE"/log/slurmctld.log "$STATE"/log/slurmd.log "$JOBS"/*.out "$WORK"/ref.log; do
-    [[ -s $f ]] && { echo "----- tail of $f"; tr '\r' '\n' <"$f" | grep -v $'^\e\\[Kstep' | tail -n 40; }
-  done
-  say "FAIL: $WHY (state kept in $STATE)"
-  exit $((rc == 0 ? 1 : rc))
-}
-trap cleanup EXIT
-trap 'WHY="interrupted by a signal"; exit 1' INT TERM
-fail() { WHY=$*; exit 1; }
+LOGS_AT_FAIL=("$JOBS/*.out" "$WORK/ref.log")
 
 # --- 1. bad arguments (no Slurm needed)
 expect_usage() {  # EXPECTED_EXIT MESSAGE ARGS...: train.sbatch outside a job
@@ -104,14 +79,10 @@ SETS=(--set "data.train=$WORK/train.bin" --set data.eval= --set "train.steps=$ST
 timeout "$WAIT_S" mpirun --oversubscribe -np 2 -x OMP_NUM_THREADS "$TRAIN" --config "$CONFIG" "${SETS[@]}" \
   --set "run.dir=$WORK/ref" </dev/null >"$WORK/ref.log" 2>&1 &
 REF_PID=$!
+KILL_AT_EXIT=("$REF_PID")   # the reference run, should the test end before it
 
-# --- the cluster; should this script be killed outright (ctest's timeout), a watchdog stops it
-# shellcheck disable=SC2016  # expanded by the watchdog's shell
-setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" stop "$3"' watchdog $$ "$LOCAL_SLURM" "$STATE" \
-  </dev/null >/dev/null 2>&1 &
-WATCHDOG=$!
-started=1
-out=$("$LOCAL_SLURM" start "$STATE" 2>&1) || { echo "$out"; fail "local_slurm.sh start"; }
+# --- the cluster
+start_test_cluster quiet
 say "cluster up ($((SECONDS - T0)) s)"
 # shellcheck disable=SC1091
 source "$STATE/env.sh"
@@ -282,7 +253,7 @@ log_has "$JOB" "^train.sbatch: asteria-train finished (exit 0)" || fail "the las
 # metrics.jsonl: steps 1..STEPS exactly once, in order; losses bit for bit those of the reference.
 wait "$REF_PID"
 rc=$?
-REF_PID=""
+KILL_AT_EXIT=()
 ((rc == 0)) || fail "the uninterrupted mpirun reference run failed (exit $rc)"
 steps=$(grep -oE '"step":[0-9]+' "$WORK/run/metrics.jsonl" | cut -d: -f2 | tr '\n' ' ')
 [[ $steps == "$(seq -s ' ' 1 "$STEPS") " ]] || fail "metrics.jsonl steps are '$steps', expected 1..$STEPS once each"
