@@ -1,7 +1,6 @@
 #include "fsdp/sharding.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 
 #include "core/error.hpp"

@@ -54,6 +54,29 @@ size_t SecondOrderOptimizer::state_bytes() const {
   return n;
 }
 
+void SecondOrderOptimizer::follow_whole_model(const std::vector<ParamTable>& whole) {
+  std::vector<std::vector<MatrixBlock>> blocks;
+  whole_index_.clear();
+  for (int l = 0; l < num_layers(); ++l) {
+    blocks.push_back(layer_blocks(l, whole[l], p_.max_preconditioner_dim, p_.precondition_embeddings));
+    whole_index_.emplace_back();
+    for (const MatrixBlock& b : blocks_[l]) {
+      const int i = whole_block_index(blocks.back(), whole[l], b, entry_names_[l][b.entry]);
+      ASTERIA_ASSERT(i >= 0, "block ", b.name, " is not a block of the whole layer ", l);
+      whole_index_.back().push_back(i);
+    }
+  }
+  schedule_ = RefreshSchedule(p_.algorithm, p_.precond.precondition_frequency, p_.precond.start_preconditioning_step,
+                              p_.stagger, blocks)
+                  .subset(whole_index_);
+}
+
+int SecondOrderOptimizer::own_block(int layer, int whole) const {
+  for (int b = 0; b < static_cast<int>(blocks_[layer].size()); ++b)
+    if (whole_block(layer, b) == whole) return b;
+  return -1;
+}
+
 std::vector<StateTensor*> SecondOrderOptimizer::layer_states(int layer) {
   std::vector<StateTensor*> out = comp_.layer_states(layer);
   for (StateTensor* s : adamw_->layer_states(layer)) out.push_back(s);

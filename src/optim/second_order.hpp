@@ -58,8 +58,14 @@ class SecondOrderOptimizer final : public Optimizer {
   BlockPreconditioner& preconditioner(int layer, int block) { return *precond_[layer][block]; }
   int num_layers() const { return static_cast<int>(blocks_.size()); }
   const RefreshSchedule& schedule() const { return schedule_; }
-  // A sharded rank's optimizer refreshes on the whole model's (staggered) schedule.
-  void set_schedule(RefreshSchedule s) { schedule_ = std::move(s); }
+  // A sharded rank's optimizer (its tables are its shards of `whole`, the model's tables): its
+  // blocks take their indices among the whole layers' blocks, and it refreshes on the whole
+  // model's (staggered) schedule.
+  void follow_whole_model(const std::vector<ParamTable>& whole);
+  // Block b of layer l's index among the whole layer's blocks (b itself unless sharded), and back
+  // (-1: not one of this optimizer's blocks).
+  int whole_block(int layer, int block) const { return whole_index_.empty() ? block : whole_index_[layer][block]; }
+  int own_block(int layer, int whole) const;
   const std::string& algorithm() const { return p_.algorithm; }
   // Where refreshes run (default: inline). The policy must outlive the optimizer's use.
   void set_refresh_policy(RefreshPolicy* policy) { policy_ = policy ? policy : &inline_; }
@@ -81,6 +87,7 @@ class SecondOrderOptimizer final : public Optimizer {
   std::vector<std::vector<std::string>> entry_names_;   // [layer][entry]: the parameter tensors'
   std::string block_key(int layer, int block) const;    // "optim/blocks/<tensor>/<row0>_<col0>"
   RefreshSchedule schedule_;
+  std::vector<std::vector<int>> whole_index_;   // [layer][block]: see whole_block (empty: unsharded)
   std::vector<std::vector<std::unique_ptr<BlockPreconditioner>>> precond_;
   std::vector<std::vector<int>> skipped_in_a_row_;   // non-finite gradients, per block
   std::unique_ptr<AdamW> adamw_;

@@ -11,7 +11,6 @@
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
-#include "optim/blocks.hpp"
 #include "optim/second_order.hpp"
 #include "train/checkpoint_store.hpp"
 
@@ -101,27 +100,6 @@ void Checkpointer::lay_out() {
   laid_out_ = true;
 }
 
-// Open refreshes are stored by the block's index among the whole layer's blocks (its index in a
-// one-rank run), so any sharding reads them; a sharded rank's optimizer numbers its own blocks.
-int Checkpointer::global_block(int layer, int local) const {
-  const auto& so = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
-  const MatrixBlock& b = so.blocks(layer)[local];
-  const ParamTable& whole = parts_.model.table(layer);
-  const std::vector<MatrixBlock> all =
-      layer_blocks(layer, whole, cfg_.optim.max_preconditioner_dim, cfg_.optim.precondition_embeddings);
-  const int i = whole_block_index(all, whole, b, so.entry_name(layer, b.entry));
-  ASTERIA_ASSERT(i >= 0, "block ", b.name, " is not a block of layer ", layer);
-  return i;
-}
-
-int Checkpointer::local_block(int layer, int global) const {
-  const auto& so = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
-  const std::vector<MatrixBlock>& mine = so.blocks(layer);
-  for (int i = 0; i < static_cast<int>(mine.size()); ++i)
-    if (global_block(layer, i) == global) return i;
-  return -1;
-}
-
 bool Checkpointer::sharded() const { return parts_.sharding && parts_.sharding->sharded(); }
 
 float* Checkpointer::params(int layer) {
@@ -208,7 +186,8 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
     const std::vector<OpenRefresh> open = parts_.shadow->finish_open_refreshes();
     // Keyed by layer and global block, so the files of several ranks never share a key.
     for (const OpenRefresh& r : open) {
-      const int block = global_block(r.layer, r.block);
+      // By the block's index among the whole layer's (a one-rank run's index), so any sharding reads it.
+      const int block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).whole_block(r.layer, r.block);
       const std::string key = "shadow.open." + std::to_string(r.layer) + "_" + std::to_string(block) + ".";
       v[key + "where"] = {static_cast<double>(r.layer),    static_cast<double>(block),
                           static_cast<double>(r.publish_step), static_cast<double>(r.job.rows),
@@ -417,7 +396,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
       const std::vector<double>& w = value(key + "where", 8);
       OpenRefresh r;
       r.layer = static_cast<int>(w[0]);
-      r.block = local_block(r.layer, static_cast<int>(w[1]));
+      r.block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).own_block(r.layer, static_cast<int>(w[1]));
       if (r.block < 0) continue;   // another rank's block (a sharded run)
       r.publish_step = static_cast<int64_t>(w[2]);
       r.job.rows = static_cast<int64_t>(w[3]);

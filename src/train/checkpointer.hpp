@@ -103,8 +103,6 @@ class Checkpointer {
   void save_sharded(int64_t step);
   bool sharded() const;
   float* params(int layer);   // this rank's part of layer l's parameters (all of it unsharded)
-  int global_block(int layer, int local) const;   // a block's index among the whole layer's
-  int local_block(int layer, int global) const;   // -1: not this rank's
   Manifest manifest_for(int64_t step, int64_t tokens, double elapsed_s) const;
 
   const Config& cfg_;

@@ -21,7 +21,6 @@
 #include "fsdp/topology.hpp"
 #include "model/model.hpp"
 #include "runtime/executor.hpp"
-#include "optim/blocks.hpp"
 #include "optim/refresh_schedule.hpp"
 #include "runtime/shadow.hpp"
 #include "runtime/tier_manager.hpp"
@@ -183,22 +182,8 @@ struct Trainer::Impl {
     optimizer = make_optimizer(cfg.optim, owned, cfg.runtime.stagger, /*own_memory=*/false);
     tiers = std::make_unique<TierManager>(std::move(layout), *optimizer, disk_tier_file(cfg));
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
-    if (second_order && sharding->sharded()) {
-      // The whole model's refresh schedule (with stagger, offsets balanced over every block),
-      // restricted to this rank's blocks.
-      std::vector<std::vector<MatrixBlock>> whole;
-      std::vector<std::vector<int>> index;
-      for (int l = 0; l < model->num_layers(); ++l) {
-        whole.push_back(layer_blocks(l, tables[l], cfg.optim.max_preconditioner_dim, cfg.optim.precondition_embeddings));
-        index.emplace_back();
-        for (const MatrixBlock& b : second_order->blocks(l))
-          index.back().push_back(whole_block_index(whole.back(), tables[l], b, second_order->entry_name(l, b.entry)));
-      }
-      const SecondOrderParams p = second_order_params(cfg.optim, cfg.runtime.stagger);
-      second_order->set_schedule(RefreshSchedule(p.algorithm, p.precond.precondition_frequency,
-                                                 p.precond.start_preconditioning_step, p.stagger, whole)
-                                     .subset(index));
-    }
+    // The whole model's block indices and (staggered) refresh schedule for a rank's blocks.
+    if (second_order && sharding->sharded()) second_order->follow_whole_model(tables);
     if (cfg.runtime.mode == "asteria" && second_order) {
       if (shadow_lane(cfg) == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
