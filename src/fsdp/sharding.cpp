@@ -66,37 +66,56 @@ Sharding::Sharding(const std::string& mode, Topology& topo, const std::vector<Pa
       offsets.push_back(static_cast<int>(sh.offset(r)));
     }
     largest = std::max(largest, sh.count(group_->rank()));
+    largest_layer_ = std::max(largest_layer_, t.numel);
   }
-  if (sharded()) recv_.assign(largest, 0.0f);
+  if (sharded()) {
+    recv_.assign(largest, 0.0f);
+    size_t at = 0;
+    for (int l = 0; l < static_cast<int>(tables.size()); ++l) {
+      shard_at_.push_back(at);
+      at += count(l);
+    }
+    shard_params_.resize(at);
+    shard_grads_.resize(at);
+  }
 }
 
-void Sharding::gather(int layer, float* params, const std::string& label) {
-  if (!sharded()) return;
+void Sharding::zero_shard_grads(int layer) {
+  float* g = shard_grads(layer);
+  std::fill(g, g + count(layer), 0.0f);
+}
+
+void Sharding::gather(int layer, float* whole, const std::string& label) {
+  ASTERIA_ASSERT(sharded());
+  std::copy(shard_params(layer), shard_params(layer) + count(layer), whole + offset(layer));
   // In place and unpadded: each owner's part of the flat buffer, sent to every other rank.
-  Request r = group_->all_gatherv(params, counts_[layer], offsets_[layer], label);
+  Request r = group_->all_gatherv(whole, counts_[layer], offsets_[layer], label);
   group_->wait(r);
   bytes_.group += (shards_[layer].numel - count(layer)) * sizeof(float);
 }
 
-void Sharding::reduce_grads(int layer, float* grads, const std::string& label) {
-  if (!reduces()) return;
-  float* mine = grads + offset(layer);
+void Sharding::reduce_scatter(int layer, const float* whole, const std::string& label) {
+  ASTERIA_ASSERT(sharded());
   const size_t n = count(layer);
-  if (sharded()) {
-    // The flat gradient is the send buffer as it is: rank r's part is its range.
-    Request r = group_->reduce_scatterv(grads, recv_.data(), counts_[layer], label);
-    group_->wait(r);
-    std::copy(recv_.data(), recv_.data() + n, mine);
-    bytes_.group += (shards_[layer].numel - n) * sizeof(float);
-  }
+  // The whole gradient is the send buffer as it is: rank r's part is its range.
+  Request r = group_->reduce_scatterv(whole, recv_.data(), counts_[layer], label);
+  group_->wait(r);
+  float* acc = shard_grads(layer);
+  for (size_t i = 0; i < n; ++i) acc[i] += recv_[i];
+  bytes_.group += (shards_[layer].numel - n) * sizeof(float);
+}
+
+void Sharding::reduce_over_replicas(int layer, float* part, const std::string& label) {
+  if (!reduces()) return;
+  const size_t n = count(layer);
   if (replicas_) {
-    Request r = replicas_->all_reduce(mine, n, sharded() ? label + " (across replicas)" : label);
+    Request r = replicas_->all_reduce(part, n, sharded() ? label + " (across replicas)" : label);
     replicas_->wait(r);
     bytes_.replicas += 2 * (replicas_->size() - 1) * n * sizeof(float) / replicas_->size();
   }
   // One thread: this runs on the comm lane, beside the compute lane's OpenMP team.
   const float inv = 1.0f / static_cast<float>(world_);
-  for (size_t i = 0; i < n; ++i) mine[i] *= inv;
+  for (size_t i = 0; i < n; ++i) part[i] *= inv;
 }
 
 void Sharding::sum_over_group(double* data, size_t count, const std::string& label) {

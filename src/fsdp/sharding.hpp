@@ -9,23 +9,25 @@
 // [begin[g], begin[g+1]) of the flat buffer, steps exactly those parameters with its own
 // optimizer state (built on shard_table()), and receives their gradient.
 //
-// Per step, on the comm lane:
-//   gather(l)        before layer l's first forward: every rank's updated shard into the whole
-//                    flat parameter buffer (all-gather in the shard group, in place, each part
-//                    its owner's exact size: no padding travels);
-//   reduce_grads(l)  after layer l's last backward: the owner's shard of the gradient summed
-//                    over the shard group (reduce-scatter), then over the replica group
-//                    (all-reduce), scaled to the mean over all ranks; with fsdp none this is
-//                    the all-reduce of the whole gradient.
+// Sharded (ZeRO-3): a rank keeps only its shard of every layer's parameters (the master
+// weights its optimizer steps) and of their gradient (summed over the step's micro-batches);
+// the whole layers exist only in a few buffers in flight (layer_slots.hpp). Per micro-batch,
+// on the comm lane (sharding_plan_ops.hpp has the schedule):
+//   gather(l)          every rank's shard into a whole-layer buffer (all-gather in the shard
+//                      group, in place, each part its owner's exact size: no padding travels),
+//                      before layer l's forward and again before its backward;
+//   reduce_scatter(l)  right after layer l's backward: the group's sum of this rank's part of
+//                      the micro-batch's whole-layer gradient, added to its gradient shard;
+//   reduce_over_replicas(l)  after the last micro-batch's: the shard summed over the replica
+//                      group (all-reduce) and scaled to the mean over all ranks.
+// Unsharded (fsdp none, or a group of one) every rank keeps whole layers, and the replicas'
+// all-reduce of the whole gradient is the only collective.
 // The gradient's squared norm is the sum over the shard group of each owner's part.
-//
-// Every rank keeps the whole flat parameter and gradient buffer of every layer for now (the
-// optimizer state, the largest part with the second-order optimizers, is sharded); gathering
-// into a few layer buffers in flight, released after use, comes next.
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/buffer.hpp"
 #include "fsdp/communicator.hpp"
 #include "fsdp/shard_layout.hpp"
 #include "fsdp/topology.hpp"
@@ -66,12 +68,22 @@ class Sharding {
   size_t count(int layer) const { return shards_[layer].count(group_rank()); }
   // This rank's tables (all of each layer with fsdp none).
   const std::vector<ParamTable>& owned_tables() const { return owned_; }
+  // Sharded: this rank's part of layer l's parameters and of its gradient (count(layer) floats
+  // each; the optimizer steps the one with the other).
+  float* shard_params(int layer) { return shard_params_.data() + shard_at_[layer]; }
+  float* shard_grads(int layer) { return shard_grads_.data() + shard_at_[layer]; }
+  void zero_shard_grads(int layer);
+  // The largest layer (the size of a whole-layer buffer).
+  size_t largest_layer() const { return largest_layer_; }
 
-  // params: layer l's whole flat buffer; this rank's shard is current, the rest is filled in.
-  void gather(int layer, float* params, const std::string& label);
-  // grads: layer l's whole flat gradient (this rank's sum over its micro-batches); afterwards
-  // this rank's shard holds the mean over all ranks (the rest of the buffer is left as it was).
-  void reduce_grads(int layer, float* grads, const std::string& label);
+  // Sharded: whole = layer l's whole parameters, from every rank's shard_params(l).
+  void gather(int layer, float* whole, const std::string& label);
+  // Sharded: adds the shard group's sum of this rank's part of `whole` (a micro-batch's
+  // whole-layer gradient) to shard_grads(l).
+  void reduce_scatter(int layer, const float* whole, const std::string& label);
+  // part: this rank's count(layer) floats of the gradient (shard_grads(l) sharded, the whole
+  // gradient otherwise); summed over the replica group and scaled to the mean over all ranks.
+  void reduce_over_replicas(int layer, float* part, const std::string& label);
   // The sum over the shard group (each rank adds its owned part's value), in place.
   void sum_over_group(double* data, size_t count, const std::string& label);
   // Bytes this rank sent in collectives since the last call.
@@ -87,6 +99,9 @@ class Sharding {
   std::vector<ParamTable> owned_;
   std::vector<std::vector<int>> counts_, offsets_;   // per layer, per rank of the group (MPI's ints)
   std::vector<float> recv_;             // this rank's largest part of a gradient, allocated once
+  Buffer<float> shard_params_, shard_grads_;   // sharded: this rank's parts of all layers
+  std::vector<size_t> shard_at_;        // layer l's part starts at shard_at_[l]
+  size_t largest_layer_ = 0;
   CommBytes bytes_;
 };
 

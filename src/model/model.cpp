@@ -5,6 +5,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "core/buffer.hpp"
 #include "core/error.hpp"
 #include "model/activation_layout.hpp"
@@ -44,7 +46,8 @@ struct Model<T>::Impl {
   int N = 0;  // batch * seq_len rows
   std::vector<ParamTable> tables;
   std::vector<std::string> names;
-  std::vector<Buffer<T>> params, grads;
+  std::vector<Buffer<T>> params, grads;       // Storage::Owned only
+  std::vector<T*> param_ptr, grad_ptr;        // layer l's current buffers (null: unbound)
   std::vector<BlockTensors<T>> block_w, block_dw;
   HeadTensors<T> head_w, head_dw;
   T* wte = nullptr;   // [E, C]
@@ -63,10 +66,38 @@ struct Model<T>::Impl {
   double ce = 0, z = 0;
 
   T* x(int i) { return residual.data() + static_cast<size_t>(i) * N * cfg.d_model; }
+
+  // The views into layer l's buffers (tensor pointers), after a (re)binding.
+  void update_views(int l) {
+    const int L = cfg.n_layers;
+    if (l == 0) {
+      wte = param_ptr[0];
+      dwte = grad_ptr[0];
+      if (cfg.tied_embeddings) {
+        head_w.lm_head = wte;
+        head_dw.lm_head = dwte;
+      }
+    } else if (l <= L) {
+      block_w[l - 1] = param_ptr[l] ? block_tensors(param_ptr[l], tables[l]) : BlockTensors<T>{};
+      block_dw[l - 1] = grad_ptr[l] ? block_tensors(grad_ptr[l], tables[l]) : BlockTensors<T>{};
+    } else {
+      for (const auto& e : tables[l].entries) {
+        T* w = param_ptr[l] ? param_ptr[l] + e.offset : nullptr;
+        T* dw = grad_ptr[l] ? grad_ptr[l] + e.offset : nullptr;
+        if (e.name == "norm_f") {
+          head_w.norm_f = w;
+          head_dw.norm_f = dw;
+        } else if (e.name == "lm_head") {
+          head_w.lm_head = w;
+          head_dw.lm_head = dw;
+        }
+      }
+    }
+  }
 };
 
 template <class T>
-Model<T>::Model(const ModelConfig& cfg, int batch) : impl_(std::make_unique<Impl>()) {
+Model<T>::Model(const ModelConfig& cfg, int batch, Storage storage) : impl_(std::make_unique<Impl>()) {
   validate(cfg, batch);
   Impl& m = *impl_;
   m.cfg = cfg;
@@ -75,29 +106,22 @@ Model<T>::Model(const ModelConfig& cfg, int batch) : impl_(std::make_unique<Impl
   m.tables = model_param_tables(cfg);
   const int L = cfg.n_layers;
   m.names = model_layer_names(cfg);
-  for (const auto& t : m.tables) {
-    m.params.emplace_back(t.numel);
-    m.grads.emplace_back(t.numel);
-  }
-  m.wte = m.params[0].data();
-  m.dwte = m.grads[0].data();
-  for (int i = 0; i < L; i++) {
-    m.block_w.push_back(block_tensors(m.params[1 + i].data(), m.tables[1 + i]));
-    m.block_dw.push_back(block_tensors(m.grads[1 + i].data(), m.tables[1 + i]));
-  }
-  const ParamTable& ht = m.tables[L + 1];
-  for (const auto& e : ht.entries) {
-    if (e.name == "norm_f") {
-      m.head_w.norm_f = m.params[L + 1].data() + e.offset;
-      m.head_dw.norm_f = m.grads[L + 1].data() + e.offset;
-    } else if (e.name == "lm_head") {
-      m.head_w.lm_head = m.params[L + 1].data() + e.offset;
-      m.head_dw.lm_head = m.grads[L + 1].data() + e.offset;
+  m.param_ptr.assign(m.tables.size(), nullptr);
+  m.grad_ptr.assign(m.tables.size(), nullptr);
+  m.block_w.resize(L);
+  m.block_dw.resize(L);
+  if (storage == Storage::Owned) {
+    for (const auto& t : m.tables) {
+      m.params.emplace_back(t.numel);
+      m.grads.emplace_back(t.numel);
     }
   }
-  if (cfg.tied_embeddings) {
-    m.head_w.lm_head = m.wte;
-    m.head_dw.lm_head = m.dwte;
+  for (size_t l = 0; l < m.tables.size(); l++) {
+    if (storage == Storage::Owned) {
+      m.param_ptr[l] = m.params[l].data();
+      m.grad_ptr[l] = m.grads[l].data();
+    }
+    m.update_views(static_cast<int>(l));
   }
 
   m.inputs.resize(m.N);
@@ -146,11 +170,23 @@ const ParamTable& Model<T>::table(int l) const {
 }
 template <class T>
 T* Model<T>::params(int l) {
-  return impl_->params.at(l).data();
+  return impl_->param_ptr.at(l);
 }
 template <class T>
 T* Model<T>::grads(int l) {
-  return impl_->grads.at(l).data();
+  return impl_->grad_ptr.at(l);
+}
+template <class T>
+void Model<T>::bind_params(int l, T* params) {
+  ASTERIA_ASSERT(impl_->params.empty(), "bind_params on a model that owns its buffers");
+  impl_->param_ptr.at(l) = params;
+  impl_->update_views(l);
+}
+template <class T>
+void Model<T>::bind_grads(int l, T* grads) {
+  ASTERIA_ASSERT(impl_->grads.empty(), "bind_grads on a model that owns its buffers");
+  impl_->grad_ptr.at(l) = grads;
+  impl_->update_views(l);
 }
 template <class T>
 size_t Model<T>::num_params() const {
@@ -161,24 +197,29 @@ size_t Model<T>::num_params() const {
 
 template <class T>
 void Model<T>::init(uint64_t seed) {
+  for (int l = 0; l < num_layers(); l++) init_layer(l, seed);
+}
+
+template <class T>
+void Model<T>::init_layer(int l, uint64_t seed) {
   Impl& m = *impl_;
-  for (size_t l = 0; l < m.tables.size(); l++) {
-    const int block = (l >= 1 && l <= static_cast<size_t>(m.cfg.n_layers)) ? int(l) - 1 : -1;
-    for (const auto& e : m.tables[l].entries) {
-      T* p = m.params[l].data() + e.offset;
-      if (e.cls == ParamClass::Norm) {
-        for (size_t i = 0; i < e.numel; i++) p[i] = T(1);
-      } else {
-        fill_truncated_normal(p, e.numel, init_std_for(m.cfg, e, block), seed,
-                              name_stream(e.name));
-      }
+  ASTERIA_ASSERT(m.param_ptr.at(l) || m.tables[l].numel == 0, "init_layer(", l, "): no parameter buffer bound");
+  const int block = (l >= 1 && l <= m.cfg.n_layers) ? l - 1 : -1;
+  for (const auto& e : m.tables[l].entries) {
+    T* p = m.param_ptr[l] + e.offset;
+    if (e.cls == ParamClass::Norm) {
+      for (size_t i = 0; i < e.numel; i++) p[i] = T(1);
+    } else {
+      fill_truncated_normal(p, e.numel, init_std_for(m.cfg, e, block), seed, name_stream(e.name));
     }
   }
 }
 
 template <class T>
 void Model<T>::zero_grads() {
-  for (auto& g : impl_->grads) g.zero();
+  Impl& m = *impl_;
+  for (size_t l = 0; l < m.tables.size(); l++)
+    if (m.grad_ptr[l]) std::fill(m.grad_ptr[l], m.grad_ptr[l] + m.tables[l].numel, T(0));
 }
 
 template <class T>

@@ -18,6 +18,12 @@
 //                                              zero_grads() starts a step
 // T is float for training and double for finite-difference checks. All buffers (parameters,
 // gradients, activations) are allocated once in the constructor for the given batch size.
+//
+// Storage::Bound (sharded training, DESIGN.md "FSDP"): the model allocates no parameter or
+// gradient buffers; the caller binds layer l's buffers (a gathered copy, a gradient slot) with
+// bind_params / bind_grads before running it and unbinds them (nullptr) after. forward(l)
+// needs params(l) (the tied head also params(0)); backward(l) needs params(l) and grads(l)
+// (the tied head also params(0) and grads(0); the embedding only grads(0)).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,7 +37,8 @@ namespace asteria {
 template <class T>
 class Model {
  public:
-  Model(const ModelConfig& cfg, int batch);
+  enum class Storage { Owned, Bound };
+  Model(const ModelConfig& cfg, int batch, Storage storage = Storage::Owned);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -41,13 +48,18 @@ class Model {
   int num_layers() const;                          // n_layers + 2
   const std::string& layer_name(int l) const;
   const ParamTable& table(int l) const;
-  T* params(int l);
+  T* params(int l);                                // null when unbound (Storage::Bound)
   T* grads(int l);
   size_t num_params() const;                       // all layers
+  // Storage::Bound: layer l's buffers from now on (table(l).numel elements each; nullptr unbinds).
+  void bind_params(int l, T* params);
+  void bind_grads(int l, T* grads);
 
   // Initializes every parameter from the config's init scheme; a pure function of the seed.
   void init(uint64_t seed);
-  void zero_grads();
+  // The same values for layer l alone, into its bound (or owned) parameter buffer.
+  void init_layer(int l, uint64_t seed);
+  void zero_grads();                               // the owned (or bound) gradient buffers
 
   void set_batch(const int32_t* inputs, const int32_t* targets);
   // Runs layer l forward. Returns the loss for the head layer, 0 otherwise.

@@ -34,6 +34,7 @@ const char* to_string(OpKind k) {
     case OpKind::Gather: return "gather";
     case OpKind::ReduceScatter: return "reduce_scatter";
     case OpKind::AllReduce: return "all_reduce";
+    case OpKind::Release: return "release";
   }
   return "?";
 }

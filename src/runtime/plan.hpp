@@ -33,10 +33,12 @@ enum class OpKind : uint8_t {
   CheckpointCopy,  // checkpoint (staging lane, first): copy the state saved at the last step
   CheckpointWait,  // checkpoint (compute lane, before the optimizer): wait for that copy
   Gather,        // fsdp (comm lane): all-gather a layer's parameter shards before its forward
+                 //   or backward, into a whole-layer buffer
   ReduceScatter, // fsdp (comm lane): the owners' shards of a layer's gradient, summed
   AllReduce,     // fsdp none (comm lane): a layer's whole gradient summed over the replicas
+  Release,       // fsdp (compute lane): a gathered layer's buffer given back after its use
 };
-constexpr int kNumOpKinds = 18;
+constexpr int kNumOpKinds = 19;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);

@@ -103,7 +103,7 @@ void Checkpointer::lay_out() {
 bool Checkpointer::sharded() const { return parts_.sharding && parts_.sharding->sharded(); }
 
 float* Checkpointer::params(int layer) {
-  return parts_.model.params(layer) + (sharded() ? parts_.sharding->offset(layer) : 0);
+  return sharded() ? parts_.sharding->shard_params(layer) : parts_.model.params(layer);
 }
 
 const float* Checkpointer::live(size_t i) {

@@ -198,13 +198,17 @@ std::string world_report(const Config& cfg) {
     shard_lo = std::min(shard_lo, f.shard_floats);
     shard_hi = std::max(shard_hi, f.shard_floats);
   }
-  os << "params:           " << human_bytes(static_cast<double>(r0.param_bytes))
-     << "  (every rank: today each keeps every layer's whole flat buffer, gathered, never released";
-  if (w.sharded())
-    os << "; its own shard is " << human_bytes(shard_lo * 4.0) << (shard_hi != shard_lo ? " - " + human_bytes(shard_hi * 4.0) : "");
-  os << ")\n"
-     << "grads:            " << human_bytes(static_cast<double>(r0.grad_bytes)) << "  (every rank: whole buffers too"
-     << (w.sharded() ? "; the reduce-scatter leaves each rank its shard's mean" : "") << ")\n";
+  if (w.sharded()) {
+    const std::string shard = human_bytes(shard_lo * 4.0) + (shard_hi != shard_lo ? " - " + human_bytes(shard_hi * 4.0) : "");
+    os << "params:           " << min_max(plan, [](const RankFigures& f) { return f.param_bytes; }) << "  (its shard "
+       << shard << ", and " << plan.param_buffers
+       << " whole-layer buffers for the gathered layers in flight, distributed.prefetch " << cfg.distributed.prefetch << ")\n"
+       << "grads:            " << min_max(plan, [](const RankFigures& f) { return f.grad_bytes; }) << "  (its shard "
+       << shard << ", and " << plan.grad_buffers << " whole-layer buffers until their reduce-scatter)\n";
+  } else {
+    os << "params:           " << human_bytes(static_cast<double>(r0.param_bytes)) << "  (every rank: every layer whole)\n"
+       << "grads:            " << human_bytes(static_cast<double>(r0.grad_bytes)) << "  (every rank: every layer whole)\n";
+  }
   os << "optimizer state:  " << min_max(plan, [](const RankFigures& f) { return f.optim.total(); }) << "  ("
      << cfg.optim.name << (w.sharded() ? ", on each rank's shard tables" : ", whole") << ")\n";
   if (w.sharded()) {
@@ -252,7 +256,8 @@ std::string world_report(const Config& cfg) {
   if (w.sharded())
     os << "shard group (" << w.group << " ranks" << inside << "): gather + reduce_scatter "
        << min_max(plan, [](const RankFigures& f) { return f.comm.group; }, true)
-       << "  (per layer, each way: the other ranks' parts, the layer less the rank's own shard)\n";
+       << "  (per micro-batch and layer, each way: the other ranks' parts, the layer less the rank's own shard; "
+          "gathered for the forward and again for the backward unless kept)\n";
   if (w.replicas > 1)
     os << "replica group (" << w.replicas << " ranks" << across << "): all_reduce "
        << min_max(plan, [](const RankFigures& f) { return f.comm.replicas; }, true)

@@ -29,7 +29,7 @@ void ModelStepOps::forward(PlanBuilder& b, int layer, int micro) {
                         : b.find(OpKind::Forward, layer - 1, micro)};
   // Sharded: the layer's parameters gathered first (the tied head reads the embedding, gathered
   // long before it).
-  if (const int gather = micro == 0 ? b.find(OpKind::Gather, layer) : -1; gather >= 0) op.deps.push_back(gather);
+  if (const int gather = b.find(OpKind::Gather, layer, micro); gather >= 0) op.deps.push_back(gather);
   op.reads = {params(layer)};
   if (layer == 0 || layer == last) op.reads.push_back(batch());
   if (layer == last && tied_head_) op.reads.push_back(params(0));
@@ -45,7 +45,12 @@ void ModelStepOps::backward(PlanBuilder& b, int layer, int micro) {
   op.micro = micro;
   op.deps = {layer == last ? b.find(OpKind::Forward, last, micro)
                            : b.find(OpKind::Backward, layer + 1, micro)};
-  op.reads = {params(layer), acts(layer)};
+  // Sharded: the layer's parameters gathered again (or kept from the forward).
+  if (const int gather = layer > 0 ? b.find(OpKind::Gather, layer, micro) : -1; gather >= 0) op.deps.push_back(gather);
+  // The embedding's backward reads no parameters (a scatter-add of the incoming gradient).
+  op.reads = {};
+  if (layer != 0) op.reads.push_back(params(layer));
+  op.reads.push_back(acts(layer));
   if (layer == 0 || layer == last) op.reads.push_back(batch());
   op.writes = {grads(layer)};
   if (layer == last && tied_head_) {
@@ -55,12 +60,11 @@ void ModelStepOps::backward(PlanBuilder& b, int layer, int micro) {
   b.add(std::move(op));
 }
 
-void OptimizerStepOps::backward(PlanBuilder& b, int layer, int micro) {
-  if (micro != b.shape().micro_batches - 1) return;
+void OptimizerStepOps::add_grad_norm(PlanBuilder& b, int layer) {
   Op op;
   op.kind = OpKind::GradNorm;
   op.layer = layer;
-  op.deps = {b.find(OpKind::Backward, layer, micro)};
+  op.deps = {b.find(OpKind::Backward, layer, b.shape().micro_batches - 1)};
   // Several ranks: the norm of the reduced gradient (this rank's shard of it when sharded).
   for (OpKind k : {OpKind::ReduceScatter, OpKind::AllReduce})
     if (const int reduce = b.find(k, layer); reduce >= 0) op.deps.push_back(reduce);
@@ -68,7 +72,22 @@ void OptimizerStepOps::backward(PlanBuilder& b, int layer, int micro) {
   b.add(std::move(op));
 }
 
+void OptimizerStepOps::backward(PlanBuilder& b, int layer, int micro) {
+  if (micro != b.shape().micro_batches - 1) return;
+  // A layer whose gradient is still being reduced on the comm lane: its norm waits one layer,
+  // until after the next backward, so the compute lane does not stop for the reduction.
+  if (deferred_ >= 0) add_grad_norm(b, deferred_);
+  deferred_ = -1;
+  const bool reduced = b.find(OpKind::ReduceScatter, layer) >= 0 || b.find(OpKind::AllReduce, layer) >= 0;
+  if (reduced)
+    deferred_ = layer;
+  else
+    add_grad_norm(b, layer);
+}
+
 void OptimizerStepOps::optimizer_begin(PlanBuilder& b) {
+  if (deferred_ >= 0) add_grad_norm(b, deferred_);
+  deferred_ = -1;
   Op op;
   op.kind = OpKind::ClipGrads;
   op.deps = b.find_all(OpKind::GradNorm);

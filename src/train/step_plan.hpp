@@ -1,10 +1,11 @@
 #pragma once
 // The plan contributors of a training step on one process:
 //   ModelStepOps      load_batch(m), forward(l, m), backward(l, m)
-//   OptimizerStepOps  grad_norm(l) after the last micro-batch's backward of l (and after the
-//                     gradient's reduction when there are several ranks), clip_grads,
+//   OptimizerStepOps  grad_norm(l) after the last micro-batch's backward of l (with several
+//                     ranks: after the gradient's reduction too, placed one backward later so
+//                     the compute lane runs on while the comm lane reduces), clip_grads,
 //                     optim_step(l) (which also zeroes the layer's gradient for the next step)
-// A forward of the first micro-batch waits for the layer's gather when the plan has one.
+// A forward or backward waits for the layer's gather of its micro-batch when the plan has one.
 // They only describe the step; the trainer binds the handlers that do the work.
 #include "runtime/plan_builder.hpp"
 
@@ -27,6 +28,10 @@ class OptimizerStepOps final : public PlanContributor {
   void backward(PlanBuilder& b, int layer, int micro) override;
   void optimizer_begin(PlanBuilder& b) override;
   void optimizer(PlanBuilder& b, int layer) override;
+
+ private:
+  void add_grad_norm(PlanBuilder& b, int layer);
+  int deferred_ = -1;   // a reduced layer whose grad_norm waits for the next backward
 };
 
 }  // namespace asteria

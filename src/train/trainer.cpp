@@ -16,6 +16,7 @@
 #include "data/loader.hpp"
 #include "data/token_file.hpp"
 #include "fsdp/communicator.hpp"
+#include "fsdp/layer_slots.hpp"
 #include "fsdp/sharding.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
 #include "fsdp/topology.hpp"
@@ -95,6 +96,8 @@ struct Trainer::Impl {
   Topology topo;
   std::unique_ptr<Sharding> sharding;
   std::unique_ptr<ShardingPlanOps> sharding_ops;
+  // Sharded: the whole-layer buffers in flight (gathered parameters, gradients being reduced).
+  std::unique_ptr<LayerSlots> param_slots, grad_slots;
   bool writer() const { return rank == 0; }   // the rank that writes run.dir
   TokenFile train_file, eval_file;
   std::unique_ptr<TrainLoader> loader;
@@ -167,13 +170,30 @@ struct Trainer::Impl {
     const int B = cfg.train.micro_batch, T = cfg.model.seq_len;
     inputs.resize(static_cast<size_t>(B) * T);
     targets.resize(static_cast<size_t>(B) * T);
-    model = std::make_unique<Model<float>>(cfg.model, B);
-    model->init(cfg.seed);
-    std::vector<ParamTable> tables;
-    for (int l = 0; l < model->num_layers(); ++l) tables.push_back(model->table(l));
+    const std::vector<ParamTable> tables = model_param_tables(cfg.model);
     // This rank's part of every layer (all of it unless sharded): its optimizer steps only that.
     sharding = std::make_unique<Sharding>(cfg.distributed.fsdp, topo, tables, cfg.optim.max_preconditioner_dim);
     if (sharding->sharded()) {
+      // ZeRO-3: the model runs on whole-layer buffers bound in flight; a rank keeps only its shards.
+      model = std::make_unique<Model<float>>(cfg.model, B, Model<float>::Storage::Bound);
+      const int L = model->num_layers();
+      const bool tied = cfg.model.tied_embeddings;
+      param_slots = std::make_unique<LayerSlots>("parameter", ShardingPlanOps::param_buffers(cfg.distributed.prefetch, L, tied),
+                                                 sharding->largest_layer(), cfg.distributed.timeout_s);
+      grad_slots = std::make_unique<LayerSlots>("gradient", ShardingPlanOps::grad_buffers(tied), sharding->largest_layer(),
+                                                cfg.distributed.timeout_s);
+      // Every rank computes the whole initial layer (a pure function of the seed) and keeps its part.
+      for (int l = 0; l < L; ++l) {
+        float* whole = param_slots->acquire(l, model->layer_name(l));
+        model->bind_params(l, whole);
+        model->init_layer(l, cfg.seed);
+        std::copy(whole + sharding->offset(l), whole + sharding->offset(l) + sharding->count(l), sharding->shard_params(l));
+        model->bind_params(l, nullptr);
+        param_slots->release(l);
+      }
+    } else {
+      model = std::make_unique<Model<float>>(cfg.model, B);
+      model->init(cfg.seed);
     }
     const std::vector<ParamTable>& owned = sharding->owned_tables();
     // The optimizer's state lives where the tiered state manager puts it (by default: all of it
@@ -200,7 +220,8 @@ struct Trainer::Impl {
       checkpointer->bind(*executor);
     }
     builder.add_contributor(&model_ops);
-    sharding_ops = std::make_unique<ShardingPlanOps>(sharding->sharded(), sharding->reduces(), cfg.distributed.prefetch);
+    sharding_ops = std::make_unique<ShardingPlanOps>(sharding->sharded(), sharding->reduces(), cfg.distributed.prefetch,
+                                                     cfg.model.tied_embeddings);
     builder.add_contributor(sharding_ops.get());
     // The shadow pipeline's publish_wait(l) and the tiers' tier_wait(l) go before the
     // optimizer's optim_step(l).
@@ -225,19 +246,30 @@ struct Trainer::Impl {
     comm->wait(r);
   }
 
-  // The replicas must hold the same bits: each rank's parameter checksum, compared on rank 0.
+  // The replicas must hold the same bits: each rank's checksum of its parameters (its shards
+  // when sharded), compared on every rank with the first rank holding the same part.
   void check_replicas_identical(const std::string& when) {
     if (world == 1) return;
-    std::vector<double> sums(static_cast<size_t>(world), 0.0);
+    const bool sharded = sharding->sharded();
     uint64_t h = 0;
-    for (int l = 0; l < model->num_layers(); ++l)
-      h = h * 1000003u ^ std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(model->params(l)),
-                                                                       model->table(l).numel * sizeof(float)));
-    sums[static_cast<size_t>(rank)] = static_cast<double>(h >> 12);   // 52 bits: exact in a double
+    for (int l = 0; l < model->num_layers(); ++l) {
+      const float* p = sharded ? sharding->shard_params(l) : model->params(l);
+      const size_t n = sharded ? sharding->count(l) : model->table(l).numel;
+      h = h * 1000003u ^ std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(p), n * sizeof(float)));
+    }
+    // Per rank: its part (its rank in the shard group) and its checksum (52 bits: exact in a double).
+    std::vector<double> sums(2 * static_cast<size_t>(world), 0.0);
+    sums[static_cast<size_t>(rank)] = sharding->group_rank();
+    sums[static_cast<size_t>(world + rank)] = static_cast<double>(h >> 12);
     sum_over_ranks(sums.data(), sums.size(), "replica checksums");
     for (int r = 1; r < world; ++r)
-      ASTERIA_CHECK(sums[static_cast<size_t>(r)] == sums[0], "rank ", r, "'s parameters differ from rank 0's at ",
-                    when, ": the replicas diverged (non-deterministic reduction?)");
+      for (int q = 0; q < r; ++q)
+        if (sums[static_cast<size_t>(q)] == sums[static_cast<size_t>(r)]) {
+          ASTERIA_CHECK(sums[static_cast<size_t>(world + r)] == sums[static_cast<size_t>(world + q)], "rank ", r,
+                        "'s parameters differ from rank ", q, "'s at ", when,
+                        ": the replicas diverged (non-deterministic reduction?)");
+          break;
+        }
   }
 
   // Before the first step writes anything: stale checkpoint directories go, a resumed run's
@@ -270,21 +302,36 @@ struct Trainer::Impl {
       double loss = model->forward(op.layer);
       if (op.layer == last) loss_sum += loss;
     });
-    executor->bind(OpKind::Backward,
-                  [this, grad_scale](const Op& op) { model->backward(op.layer, grad_scale); });
-    executor->bind(OpKind::Gather, [this](const Op& op) {
-      sharding->gather(op.layer, model->params(op.layer), "gather of " + model->layer_name(op.layer));
+    executor->bind(OpKind::Backward, [this, grad_scale, last](const Op& op) {
+      if (grad_slots) {
+        // Sharded: a zeroed gradient buffer for the layer (and the embedding's, for the tied head).
+        bind_grad_buffer(op.layer);
+        if (op.layer == last && cfg.model.tied_embeddings) bind_grad_buffer(0);
+      }
+      model->backward(op.layer, grad_scale);
     });
-    // The mean over the ranks of their gradients (each already the mean of its micro-batches),
-    // of this rank's shard when sharded.
-    const auto reduce = [this](const Op& op) {
-      sharding->reduce_grads(op.layer, model->grads(op.layer),
-                             std::string(to_string(op.kind)) + " of the gradient of " + model->layer_name(op.layer));
-    };
-    executor->bind(OpKind::ReduceScatter, reduce);
-    executor->bind(OpKind::AllReduce, reduce);
+    executor->bind(OpKind::Gather, [this](const Op& op) {
+      float* whole = param_slots->acquire(op.layer, model->layer_name(op.layer));
+      sharding->gather(op.layer, whole, "gather of " + model->layer_name(op.layer));
+      model->bind_params(op.layer, whole);
+    });
+    executor->bind(OpKind::Release, [this](const Op& op) { release_params(op.layer); });
+    const int micros = cfg.train.grad_accum;
+    // Sharded: the group's sum of this rank's part of the micro-batch's gradient, into its shard;
+    // after the last micro-batch the mean over every rank.
+    executor->bind(OpKind::ReduceScatter, [this, micros](const Op& op) {
+      const std::string what = "the gradient of " + model->layer_name(op.layer);
+      sharding->reduce_scatter(op.layer, model->grads(op.layer), "reduce_scatter of " + what);
+      model->bind_grads(op.layer, nullptr);
+      grad_slots->release(op.layer);
+      if (op.micro == micros - 1) sharding->reduce_over_replicas(op.layer, sharding->shard_grads(op.layer), "all_reduce of " + what);
+    });
+    // Replicated: the mean over the ranks of the whole gradient (each already the mean of its micro-batches).
+    executor->bind(OpKind::AllReduce, [this](const Op& op) {
+      sharding->reduce_over_replicas(op.layer, model->grads(op.layer), "all_reduce of the gradient of " + model->layer_name(op.layer));
+    });
     executor->bind(OpKind::GradNorm, [this](const Op& op) {
-      const float* g = model->grads(op.layer) + sharding->offset(op.layer);
+      const float* g = own_grads(op.layer);
       const size_t n = sharding->count(op.layer);
       double s = 0;
 #pragma omp parallel for reduction(+ : s) schedule(static)
@@ -299,25 +346,57 @@ struct Trainer::Impl {
       // lane may call the communicator.
       sharding->sum_over_group(&s, 1, "all_reduce of the gradient norm");
       grad_norm = std::sqrt(s);
-      // Here every rank holds the whole parameters the step computed with (gathered when sharded).
+      // Here every rank holds the parameters the step computed with.
       if (cfg.distributed.check_every_step) check_replicas_identical("step " + std::to_string(step));
       const double clip = cfg.optim.grad_clip;
       clip_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / grad_norm) : 1.0f;
     });
     executor->bind(OpKind::OptimStep, [this](const Op& op) {
+      if (sharding->sharded()) {
+        optimizer->step_layer(op.layer, sharding->shard_params(op.layer), sharding->shard_grads(op.layer), clip_scale, lr, step);
+        sharding->zero_shard_grads(op.layer);
+        return;
+      }
       float* g = model->grads(op.layer);
-      const size_t at = sharding->offset(op.layer);
-      optimizer->step_layer(op.layer, model->params(op.layer) + at, g + at, clip_scale, lr, step);
+      optimizer->step_layer(op.layer, model->params(op.layer), g, clip_scale, lr, step);
       std::fill(g, g + model->table(op.layer).numel, 0.0f);
     });
   }
 
+  // The gradient this rank steps layer l with: its shard (sharded) or the whole gradient.
+  const float* own_grads(int layer) { return sharding->sharded() ? sharding->shard_grads(layer) : model->grads(layer); }
+
+  void release_params(int layer) {
+    model->bind_params(layer, nullptr);
+    param_slots->release(layer);
+  }
+
+  void bind_grad_buffer(int layer) {
+    if (model->grads(layer)) return;
+    float* g = grad_slots->acquire(layer, model->layer_name(layer));
+    std::fill(g, g + model->table(layer).numel, 0.0f);
+    model->bind_grads(layer, g);
+  }
+
   double evaluate() {
+    const int L = model->num_layers();
+    const bool sharded = sharding->sharded(), tied = cfg.model.tied_embeddings;
     double sum = 0;
     for (int b = 0; b < eval->count(); ++b) {
       eval->get(b, inputs.data(), targets.data());
       model->set_batch(inputs.data(), targets.data());
-      for (int l = 0; l < model->num_layers(); ++l) model->forward(l);
+      for (int l = 0; l < L; ++l) {
+        // Sharded: each layer gathered for its forward (no step is running: the compute lane
+        // calls the communicator), the embedding kept until the tied head has read it.
+        if (sharded) {
+          float* whole = param_slots->acquire(l, model->layer_name(l));
+          sharding->gather(l, whole, "gather of " + model->layer_name(l) + " for eval");
+          model->bind_params(l, whole);
+        }
+        model->forward(l);
+        if (sharded && !(tied && l == 0)) release_params(l);
+      }
+      if (sharded && tied) release_params(0);
       sum += model->last_ce_loss();
     }
     return sum / eval->count();
@@ -486,15 +565,17 @@ struct Trainer::Impl {
     }
     if (checkpointer) checkpointer->finish();
     if (writer()) progress.finish();
-    // Sharded: each rank stepped its own shards; the whole parameters once more on every rank.
-    if (sharding->sharded())
-      for (int l = 0; l < model->num_layers(); ++l)
-        sharding->gather(l, model->params(l), "gather of " + model->layer_name(l) + " after the last step");
     check_replicas_identical("the end of training");
     result.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
+    // The whole parameters on every rank (gathered from the shards when sharded).
     final_params.clear();
-    for (int l = 0; l < model->num_layers(); ++l)
-      final_params.emplace_back(model->params(l), model->params(l) + model->table(l).numel);
+    for (int l = 0; l < model->num_layers(); ++l) {
+      std::vector<float>& p = final_params.emplace_back(model->table(l).numel);
+      if (sharding->sharded())
+        sharding->gather(l, p.data(), "gather of " + model->layer_name(l) + " after the last step");
+      else
+        std::copy(model->params(l), model->params(l) + p.size(), p.data());
+    }
     return result;
   }
 };
@@ -521,12 +602,14 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   if (cfg.distributed.world_size > 0) {
     world = std::make_unique<WorldPlan>(plan_world(cfg));
     const PlannedWorld& w = world->world;
-    sharding_ops = std::make_unique<ShardingPlanOps>(w.sharded(), w.reduces(), cfg.distributed.prefetch);
+    sharding_ops = std::make_unique<ShardingPlanOps>(w.sharded(), w.reduces(), cfg.distributed.prefetch, cfg.model.tied_embeddings);
     builder.add_contributor(sharding_ops.get());
     comm_note = "comm lane: world " + std::to_string(w.world) + ", distributed.fsdp " + w.mode + " (shard group of " +
                 std::to_string(w.group) + ", " + std::to_string(w.replicas) + " replica(s)); " +
-                (w.sharded() ? "gathers " + std::to_string(cfg.distributed.prefetch) + " layer(s) ahead, no release: " +
-                                   "every rank keeps every layer's whole buffer for now\n"
+                (w.sharded() ? "gathers " + std::to_string(cfg.distributed.prefetch) + " layer(s) ahead, in " +
+                                   std::to_string(ShardingPlanOps::param_buffers(cfg.distributed.prefetch, L, cfg.model.tied_embeddings)) +
+                                   " parameter and " + std::to_string(ShardingPlanOps::grad_buffers(cfg.model.tied_embeddings)) +
+                                   " gradient buffer(s) of whole layers\n"
                              : std::string(w.reduces() ? "replicated: one all_reduce per layer\n" : "one rank: no collectives\n"));
   }
   // The shadow pipeline's ops follow from the refresh schedule alone: no optimizer state needed.

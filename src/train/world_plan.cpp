@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "fsdp/sharding_plan_ops.hpp"
 #include "model/model.hpp"
 
 namespace asteria {
@@ -55,6 +56,14 @@ WorldPlan plan_world(const Config& cfg) {
   }
   p.one_rank_optim = optimizer_state_bytes(cfg.optim, p.tables);
   const size_t activations = model_activation_bytes(cfg.model, cfg.train.micro_batch);
+  const int L = static_cast<int>(p.tables.size()), micros = cfg.train.grad_accum;
+  for (const ParamTable& t : p.tables) p.largest_layer = std::max(p.largest_layer, t.numel);
+  p.micro_batches = micros;
+  p.prefetch = cfg.distributed.prefetch;
+  if (p.world.sharded()) {
+    p.param_buffers = ShardingPlanOps::param_buffers(p.prefetch, L, cfg.model.tied_embeddings);
+    p.grad_buffers = ShardingPlanOps::grad_buffers(cfg.model.tied_embeddings);
+  }
   for (int g = 0; g < G; ++g) {
     RankFigures f;
     f.group_rank = g;
@@ -68,13 +77,20 @@ WorldPlan plan_world(const Config& cfg) {
       largest = std::max(largest, s.count(g));
       // As Sharding: unsharded, the optimizer keeps whole tensors.
       owned.push_back(G > 1 ? std::move(mine) : p.tables[l]);
-      // As Sharding::gather and reduce_grads count them, once per layer and step: in the shard
-      // group the other ranks' parts (they arrive for the all-gather, leave for the reduce-scatter).
-      if (p.world.sharded()) f.comm.group += 2 * (s.numel - s.count(g)) * sizeof(float);
+      // As Sharding::gather and reduce_scatter count them, per micro-batch: in the shard group
+      // the other ranks' parts (they arrive for an all-gather, leave for the reduce-scatter),
+      // for the forward's gather, the backward's (sharding_plan_ops.hpp) and the reduce-scatter.
+      const int collectives = 2 + (ShardingPlanOps::gathered_for_backward(static_cast<int>(l), L, p.prefetch) ? 1 : 0);
+      if (p.world.sharded()) f.comm.group += micros * collectives * (s.numel - s.count(g)) * sizeof(float);
       if (R > 1) f.comm.replicas += 2 * (R - 1) * s.count(g) * sizeof(float) / R;
     }
-    // Today every rank keeps the whole flat parameter and gradient buffers (sharding.hpp).
-    f.param_bytes = f.grad_bytes = numel * sizeof(float);
+    if (p.world.sharded()) {
+      // Its shards, and the whole-layer buffers in flight.
+      f.param_bytes = (f.shard_floats + p.param_buffers * p.largest_layer) * sizeof(float);
+      f.grad_bytes = (f.shard_floats + p.grad_buffers * p.largest_layer) * sizeof(float);
+    } else {
+      f.param_bytes = f.grad_bytes = numel * sizeof(float);
+    }
     f.optim = optimizer_state_bytes(cfg.optim, owned);
     f.comm_buffer_bytes = p.world.sharded() ? largest * sizeof(float) : 0;
     f.activation_bytes = activations;

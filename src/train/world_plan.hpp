@@ -42,7 +42,8 @@ struct RankFigures {
   int group_rank = 0;
   int units = 0;                 // units owned, over all layers
   size_t shard_floats = 0;       // parameters owned (stepped by this rank), over all layers
-  size_t param_bytes = 0;        // the flat parameter buffers it holds (today: every layer whole)
+  size_t param_bytes = 0;        // the parameters it holds: sharded, its shards and the gathered
+                                 // whole-layer buffers in flight; else every layer whole
   size_t grad_bytes = 0;         // the same for the gradients
   OptimizerStateBytes optim;     // its optimizer's state (built on its shard tables)
   size_t comm_buffer_bytes = 0;  // Sharding's receive buffer (its largest shard of a layer)
@@ -59,6 +60,9 @@ struct WorldPlan {
                                          // floats are refused, as Sharding refuses them)
   std::vector<RankFigures> ranks;        // per shard-group rank
   OptimizerStateBytes one_rank_optim;    // the unsharded optimizer state (one process)
+  // Sharded: the whole-layer buffers in flight (sharding_plan_ops.hpp), each largest_layer floats.
+  int micro_batches = 1, prefetch = 1, param_buffers = 0, grad_buffers = 0;
+  size_t largest_layer = 0;
 };
 
 // Needs distributed.world_size > 0. Allocates nothing model-sized.

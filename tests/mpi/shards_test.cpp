@@ -60,8 +60,9 @@ TEST(MpiShards, GatherRebuildsTheLayerAndReduceScatterSumsEachShard) {
 }
 
 TEST(MpiShards, ShardingGathersReducesAndSumsInEveryMode) {
-  // Each mode against the serial reference: after reduce_grads every rank's shard holds the mean
-  // over all ranks of their gradients; gather rebuilds the whole layer from the owners' shards;
+  // Each mode against the serial reference: after the reduce-scatters (sharded) and the replicas'
+  // all-reduce every rank's part holds the mean over all ranks of their gradients; gather
+  // rebuilds the whole layer from the owners' shards;
   // sum_over_group adds the shard group's parts.
   const int W = make_mpi_world_communicator()->size();
   for (const char* mode : {"full", "hybrid", "none"}) {
@@ -79,18 +80,28 @@ TEST(MpiShards, ShardingGathersReducesAndSumsInEveryMode) {
     EXPECT_EQ(own.numel, sh.count(0));
     std::vector<float> grad(t.numel);
     for (size_t i = 0; i < t.numel; ++i) grad[i] = grad_of(r, i);
-    sh.reduce_grads(0, grad.data(), "reduce_grads layer");
+    // Sharded: two micro-batches' reduce-scatters add up in the shard; then the replicas' mean.
+    float* reduced = grad.data();
+    if (sh.sharded()) {
+      std::vector<float> half(t.numel);
+      for (size_t i = 0; i < t.numel; ++i) half[i] = 0.5f * grad[i];
+      sh.reduce_scatter(0, half.data(), "reduce_scatter micro 0");
+      sh.reduce_scatter(0, half.data(), "reduce_scatter micro 1");
+      reduced = sh.shard_grads(0);
+    }
+    sh.reduce_over_replicas(0, reduced, "all_reduce layer");
     for (size_t k = 0; k < sh.count(0); ++k) {
       float sum = 0;
       for (int q = 0; q < W; ++q) sum += grad_of(q, sh.offset(0) + k);
-      EXPECT_NEAR(grad[sh.offset(0) + k], sum / W, 1e-3f) << "rank " << r << " element " << k;
+      EXPECT_NEAR(reduced[k], sum / W, 1e-3f) << "rank " << r << " element " << k;
     }
-    // The owner writes its shard; everything else is stale until the gather.
-    std::vector<float> params(t.numel, -1.0f);
-    for (size_t k = 0; k < sh.count(0); ++k) params[sh.offset(0) + k] = 0.5f * static_cast<float>(sh.offset(0) + k);
-    sh.gather(0, params.data(), "gather layer");
-    if (G > 1)
+    // Sharded: the owner's shard into every rank's whole buffer.
+    if (sh.sharded()) {
+      for (size_t k = 0; k < sh.count(0); ++k) sh.shard_params(0)[k] = 0.5f * static_cast<float>(sh.offset(0) + k);
+      std::vector<float> params(t.numel, -1.0f);
+      sh.gather(0, params.data(), "gather layer");
       for (size_t i = 0; i < t.numel; ++i) EXPECT_EQ(params[i], 0.5f * static_cast<float>(i)) << i;
+    }
     double part = static_cast<double>(sh.count(0));
     sh.sum_over_group(&part, 1, "sum");
     EXPECT_EQ(part, G > 1 ? static_cast<double>(t.numel) : static_cast<double>(sh.count(0)));

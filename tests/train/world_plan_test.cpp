@@ -57,8 +57,10 @@ void expect_consistent(const WorldPlan& p) {
     shard_floats += f.shard_floats;
     lo = std::min(lo, f.optim.total());
     hi = std::max(hi, f.optim.total());
-    EXPECT_EQ(f.param_bytes, numel * sizeof(float));   // whole buffers on every rank, for now
-    EXPECT_EQ(f.grad_bytes, numel * sizeof(float));
+    // Sharded: the rank's shards and the whole-layer buffers in flight; else whole layers.
+    const size_t held = p.world.sharded() ? f.shard_floats : numel;
+    EXPECT_EQ(f.param_bytes, (held + p.param_buffers * p.largest_layer) * sizeof(float));
+    EXPECT_EQ(f.grad_bytes, (held + p.grad_buffers * p.largest_layer) * sizeof(float));
   }
   EXPECT_EQ(sum.factors, p.one_rank_optim.factors);
   EXPECT_EQ(sum.roots, p.one_rank_optim.roots);
@@ -78,20 +80,28 @@ void expect_consistent(const WorldPlan& p) {
     EXPECT_EQ(s.begin.back(), p.tables[l].numel);
   }
   if (!p.world.sharded()) return;
-  // Per layer and step, one all-gather and one reduce-scatter, each moving the other ranks'
-  // parts (unpadded): the layer less the rank's own shard. Over the group: (G - 1) x the model.
-  size_t group_sum = 0;
+  EXPECT_GE(p.param_buffers, 2);
+  EXPECT_GE(p.grad_buffers, 2);
+  // Per micro-batch and layer, an all-gather for the forward, another for the backward (except
+  // the embedding and the last `prefetch` layers, kept), and one reduce-scatter, each moving the
+  // other ranks' parts (unpadded): the layer less the rank's own shard.
+  const int L = static_cast<int>(p.shards.size());
+  size_t group_sum = 0, times_numel = 0;
+  for (int l = 0; l < L; ++l)
+    times_numel += (l >= 1 && l < L - std::min(p.prefetch, L) ? 3 : 2) * p.tables[l].numel;
   for (const RankFigures& f : p.ranks) {
     size_t want = 0, largest = 1;
-    for (const LayerShards& s : p.shards) {
-      want += 2 * (s.numel - s.count(f.group_rank)) * sizeof(float);
+    for (int l = 0; l < L; ++l) {
+      const LayerShards& s = p.shards[l];
+      want += p.micro_batches * (l >= 1 && l < L - std::min(p.prefetch, L) ? 3 : 2) * (s.numel - s.count(f.group_rank)) * sizeof(float);
       largest = std::max(largest, s.count(f.group_rank));
     }
     EXPECT_EQ(f.comm.group, want);
     EXPECT_EQ(f.comm_buffer_bytes, largest * sizeof(float));   // Sharding's receive buffer
     group_sum += f.comm.group;
   }
-  EXPECT_EQ(group_sum, 2 * static_cast<size_t>(G - 1) * numel * sizeof(float));
+  // Over the group: (G - 1) x what each collective moves.
+  EXPECT_EQ(group_sum, p.micro_batches * static_cast<size_t>(G - 1) * times_numel * sizeof(float));
 }
 
 }  // namespace
@@ -123,7 +133,8 @@ TEST(WorldPlan, OlmoSoapDryRunAt8And64RanksPrintsShardMapAndPerRankMemory) {
       EXPECT_TRUE(has(out, "  no unit: 51 ranks (")) << out;
     }
     EXPECT_TRUE(has(out, "# per-rank memory (fp32, world " + std::to_string(W))) << out;
-    EXPECT_TRUE(has(out, "params:           4.38 GiB  (every rank: today each keeps every layer's whole flat buffer")) << out;
+    EXPECT_TRUE(has(out, "params:           min ")) << out;
+    EXPECT_TRUE(has(out, "whole-layer buffers for the gathered layers in flight")) << out;
     EXPECT_TRUE(has(out, "optimizer state:  min ")) << out;
     EXPECT_TRUE(has(out, "  over a shard group: ")) << out;
     EXPECT_TRUE(has(out, "comm buffers:     ")) << out;
@@ -240,9 +251,21 @@ TEST(WorldPlan, PrintPlanAtTwoRanksListsGatherAndReduceScatterOfEveryLayer) {
     if (op.kind == "grad_norm") grad_norm_at[op.layer] = op.id;
     EXPECT_NE(op.kind, "all_reduce") << text;
   }
-  for (const std::string& l : names) {
-    EXPECT_EQ(gathers[l], 1) << l << "\n" << text;
-    EXPECT_EQ(reductions[l], 1) << l << "\n" << text;
+  std::map<std::string, int> releases;
+  for (const PlanLine& op : ops)
+    if (op.kind == "release") {
+      EXPECT_EQ(op.lane, "compute") << text;
+      ++releases[op.layer];
+    }
+  const int L = static_cast<int>(names.size());
+  for (int i = 0; i < L; ++i) {
+    const std::string& l = names[i];
+    // Per micro-batch: gathered for the forward, and again for the backward unless it is the
+    // embedding (its backward reads no parameters) or one of the last `prefetch` (2) layers, kept.
+    const bool again = i >= 1 && i < L - 2;
+    EXPECT_EQ(gathers[l], 2 * (again ? 2 : 1)) << l << "\n" << text;
+    EXPECT_EQ(releases[l], 2 * (again ? 2 : 1)) << l << "\n" << text;
+    EXPECT_EQ(reductions[l], 2) << l << "\n" << text;
     // Listed after the layer's last backward, before its grad_norm.
     EXPECT_GT(reduce_at[l], backward_last[l]) << l;
     if (grad_norm_at.count(l)) {
