@@ -494,6 +494,10 @@ struct Trainer::Impl {
         rec["comm_wait_s_by_rank"] = std::vector<double>(shared.begin() + 2 + world, shared.end());
         rec["comm_bytes"] = {{"shard_group", bytes.group}, {"replicas", bytes.replicas}};
       }
+      if (param_slots) {
+        // Rank 0's most whole-layer buffers held at once this step (of the pools' sizes).
+        rec["fsdp_buffers_held"] = {{"params", param_slots->take_peak_held()}, {"grads", grad_slots->take_peak_held()}};
+      }
       {
         const TierStats ts = tiers->take_stats();
         rec["tier_bytes"] = {{"device", ts.resident[0]}, {"host", ts.resident[1]}, {"disk", ts.resident[2]}};
@@ -519,6 +523,7 @@ struct Trainer::Impl {
       if (eval_due) {
         Timer te;
         eval_loss = evaluate();
+        sharding->take_bytes();   // eval's gathers are no step's comm
         rec["eval_loss"] = eval_loss;
         rec["eval_s"] = te.seconds();
         result.final_eval_loss = eval_loss;

@@ -152,6 +152,35 @@ TEST_F(MultiRank, TwoAndFourRanksMatchOneRankInEveryMode) {
   }
 }
 
+TEST_F(MultiRank, ShardedGradientAccumulationMatchesOneRankInFewLayerBuffers) {
+  // Two micro-batches per step: a sharded rank gathers every layer per micro-batch (and again
+  // for its backward), reduce-scatters each micro-batch's gradient into its shard, and holds at
+  // most the pools' whole-layer buffers (prefetch + 1 + tied parameter buffers, 2 + tied
+  // gradient ones); the losses stay those of one rank.
+  const std::string base = " --set train.steps=12 --set train.grad_accum=2 --set run.overwrite=true --set checkpoint.enabled=false";
+  std::string out;
+  ASSERT_EQ(0, train("tiny-adamw.yaml", 1, "one", base, &out)) << out;
+  const std::vector<double> one = losses(dir_.file("one"));
+  ASSERT_EQ(one.size(), 12u) << out;
+  for (const auto& [ranks, mode] : std::vector<std::pair<int, std::string>>{
+           {2, "--set distributed.fsdp=full --set distributed.prefetch=1"},
+           {4, "--set distributed.fsdp=hybrid --set distributed.ranks_per_node=2"}}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks, " + mode);
+    const std::string run = "accum" + std::to_string(ranks);
+    ASSERT_EQ(0, train("tiny-adamw.yaml", ranks, run, base + " " + mode, &out)) << out;
+    EXPECT_LT(worst_relative(one, losses(dir_.file(run))), 1e-5);
+    const bool prefetch1 = mode.find("prefetch=1") != std::string::npos;
+    std::ifstream in(dir_.file(run) + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json held = nlohmann::json::parse(line).at("fsdp_buffers_held");
+      // tiny: a tied head, 4 layers; distributed.prefetch 2 by default.
+      EXPECT_LE(held.at("params").get<int>(), (prefetch1 ? 1 : 2) + 2) << line;
+      EXPECT_GE(held.at("params").get<int>(), 2) << line;
+      EXPECT_LE(held.at("grads").get<int>(), 3) << line;
+    }
+  }
+}
+
 TEST_F(MultiRank, AStaggeredShardedRunRefreshesOnTheWholeModelsSchedule) {
   // With runtime.stagger the refresh offsets are balanced over every block of the model; a
   // sharded rank's blocks keep those offsets (not ones balanced over its own blocks), so 4 ranks

@@ -113,6 +113,56 @@ TEST(ModelApi, RandomInitLossIsNearUniform) {
   EXPECT_EQ(m.last_z_loss(), 0.0);
 }
 
+TEST(ModelApi, BoundBuffersGiveTheOwnedModelsLossAndGradients) {
+  // Storage::Bound (sharded training): no buffers of its own; layer by layer, buffers bound
+  // only while the layer runs (copies of an owned model's parameters, fresh gradient buffers)
+  // give the same loss and gradients bit for bit, tied and untied.
+  for (bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    ModelConfig cfg = testing::tiny_config();
+    cfg.tied_embeddings = tied;
+    Model<float> owned(cfg, 2), bound(cfg, 2, Model<float>::Storage::Bound);
+    owned.init(7);
+    const int L = owned.num_layers();
+    for (int l = 0; l < L; ++l) EXPECT_EQ(bound.params(l), nullptr);
+    const auto t = testing::random_batch(cfg, 2, 3);
+    owned.set_batch(t.inputs.data(), t.targets.data());
+    bound.set_batch(t.inputs.data(), t.targets.data());
+    std::vector<std::vector<float>> p(L), g(L);
+    for (int l = 0; l < L; ++l) {
+      p[l].assign(owned.params(l), owned.params(l) + owned.table(l).numel);
+      g[l].assign(owned.table(l).numel, 0.0f);
+    }
+    double a = 0, b = 0;
+    for (int l = 0; l < L; ++l) {
+      a = owned.forward(l);
+      bound.bind_params(l, p[l].data());
+      b = bound.forward(l);
+      if (!(tied && l == 0)) bound.bind_params(l, nullptr);   // the tied head reads the embedding
+    }
+    EXPECT_EQ(a, b);
+    for (int l = L - 1; l >= 0; --l) {
+      owned.backward(l, 0.5);
+      if (l > 0) bound.bind_params(l, p[l].data());
+      bound.bind_grads(l, g[l].data());
+      if (tied && l == L - 1) bound.bind_grads(0, g[0].data());
+      bound.backward(l, 0.5);   // the embedding's backward reads no parameters
+      if (l > 0) bound.bind_params(l, nullptr);
+      if (tied && l == L - 1) bound.bind_params(0, nullptr);
+      if (!(tied && l == L - 1)) bound.bind_grads(l, nullptr);
+    }
+    for (int l = 0; l < L; ++l) EXPECT_EQ(g[l], std::vector<float>(owned.grads(l), owned.grads(l) + owned.table(l).numel)) << l;
+    // init_layer into a bound buffer: the owned model's values.
+    for (int l = 0; l < L; ++l) {
+      std::vector<float> fresh(owned.table(l).numel, -1.0f);
+      bound.bind_params(l, fresh.data());
+      bound.init_layer(l, 7);
+      bound.bind_params(l, nullptr);
+      EXPECT_EQ(fresh, p[l]) << l;
+    }
+  }
+}
+
 TEST(ModelApi, BadConfigAndTokensAreErrors) {
   ModelConfig cfg = testing::tiny_config();
   cfg.n_heads = 3;  // 16 % 3 != 0
