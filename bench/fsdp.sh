@@ -258,7 +258,7 @@ res = {
         "comm_bytes, comm_s and comm_wait_s are rank 0's (metrics.jsonl is rank 0's); bytes are what rank 0 sends as a ring sends them.",
         "overlap = 1 - sum(comm_wait_s) / sum(comm_s) over steps 2..N.",
         "peak_rss_bytes: each rank's peak resident memory (getrusage) after the last step; min and max over the ranks. optimizer_state_bytes_rank0: rank 0's optimizer state (tier_bytes summed over the tiers; all of it in the device tier here).",
-        "Only the optimizer state is sharded: every rank keeps the whole parameters and gradients (the gathered parameters stay until the step ends). A rank's memory also falls with W because its micro-batch (train.micro_batch = 8 / W), and with it its activations, does.",
+        "Sharded (full, hybrid): a rank keeps its shards of the parameters, gradients and optimizer state, and whole layers only in a few buffers in flight (prefetch + 1 parameter and 2 gradient buffers of the largest layer: here the embedding, 4096 x 256, a quarter of the model). A rank's memory also falls with W because its micro-batch (train.micro_batch = 8 / W), and with it its activations, does.",
         "cpu_share = the run's CPU seconds (all ranks) / (wall x cores): well below 1 when others' processes took the cores of this shared machine.",
         "hybrid runs at W = 4 only (distributed.ranks_per_node = 2): at W = 2 it is one node of 2 ranks, i.e. full. W = 1: none and full are one code path (no collective).",
     ],
@@ -306,13 +306,15 @@ L.append("")
 L.append("comm bytes are rank 0's per step, as a ring sends them; \"x params\" divides by the fp32 parameter bytes (4 x params). "
          "In full all ranks are one shard group; in hybrid the shard group is the node (intra-node) and the replicas go across "
          "the nodes (inter-node); in none the replicas are all ranks. comm_s: the comm lane's seconds in collectives; "
-         "comm_wait_s: the compute lane's wait for them (a forward for its gather, grad_norm for the gradient reduction); "
+         "comm_wait_s: the compute lane's wait for them (a forward or backward for its gather, grad_norm for the gradient reduction); "
          "overlap = 1 - sum(comm_wait_s) / sum(comm_s) over the counted steps (rank 0's figures; a collective's time includes "
          "waiting for the other ranks to reach it, and the wait can exceed it, which makes the overlap negative). "
          "CPU share: the run's CPU seconds / (wall x cores).\n")
-L.append("Memory: only the optimizer state is sharded (its column: rank 0's part); every rank keeps the whole parameters "
-         "and gradients. A rank's peak RSS also falls with W because its micro-batch (8 / W), and with it its activations, "
-         "does; compare the modes at one W for what sharding saves.\n")
+L.append("Memory: sharded, a rank keeps its shards of the parameters, gradients and optimizer state (its column: rank 0's "
+         "part of the state), and whole layers only in a few buffers in flight: prefetch + 1 parameter and 2 gradient "
+         "buffers of the largest layer (here the embedding, a quarter of bench-small). A rank's peak RSS also falls with W "
+         "because its micro-batch (8 / W), and with it its activations, does; compare the modes at one W for what sharding "
+         "saves.\n")
 L.append("## Final losses across the modes of one W\n")
 L.append("The modes of one W sum the same gradients in the same order per rank, so their losses should agree closely (a "
          "difference of 0 is the same double). Across W the per-rank micro-batches and the order of the sums change: "

@@ -58,12 +58,13 @@ class Communicator {
 
   virtual Request all_gather(const float* send, size_t count, float* recv, std::string label) = 0;
   virtual Request reduce_scatter(const float* send, float* recv, size_t count, std::string label) = 0;
-  // Uneven parts without padding, of one buffer laid out in rank order: rank r's part is
-  // [offsets[r], offsets[r] + counts[r]) (offsets[r + 1] = offsets[r] + counts[r]). counts and
-  // offsets must stay unchanged until wait() returns (MPI reads them while the operation runs).
-  // all_gatherv: every rank's part of `data` is filled in from its owner (each rank's own part
-  // is in place). reduce_scatterv: recv[counts[rank]] = the sum over ranks of their send part
-  // for this rank.
+  // Uneven parts without padding. counts and offsets must stay unchanged until wait() returns
+  // (MPI reads them while the operation runs).
+  // all_gatherv: rank r's part of `data` is [offsets[r], offsets[r] + counts[r]), the parts
+  // disjoint in any order; every rank's part is filled in from its owner (each rank's own
+  // part is in place). reduce_scatterv: the send buffer holds the parts in rank order (rank r's
+  // starts after counts[0] + .. + counts[r-1]); recv[counts[rank]] = the sum over ranks of
+  // their send part for this rank.
   virtual Request all_gatherv(float* data, const std::vector<int>& counts, const std::vector<int>& offsets,
                               std::string label) = 0;
   virtual Request reduce_scatterv(const float* send, float* recv, const std::vector<int>& counts, std::string label) = 0;

@@ -1,6 +1,7 @@
 #include "fsdp/shard_layout.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -37,6 +38,29 @@ LayerShards shard_layer(const ParamTable& table, int64_t max_dim, int world) {
   for (int r = 0; r < world; ++r) s.padded = std::max(s.padded, s.count(r));
   s.padded = std::max<size_t>(s.padded, 1);
   return s;
+}
+
+std::vector<LayerShards> shard_model(const std::vector<ParamTable>& tables, int64_t max_dim, int world) {
+  std::vector<LayerShards> out;
+  std::vector<size_t> held(static_cast<size_t>(world), 0);   // floats per rank over the layers so far
+  for (const ParamTable& t : tables) {
+    LayerShards s = shard_layer(t, max_dim, world);
+    size_t least = SIZE_MAX;
+    int best = 0;
+    for (int shift = 0; shift < world; ++shift) {
+      s.shift = shift;
+      size_t most = 0;
+      for (int r = 0; r < world; ++r) most = std::max(most, held[r] + s.count(r));
+      if (most < least) {
+        least = most;
+        best = shift;
+      }
+    }
+    s.shift = best;
+    for (int r = 0; r < world; ++r) held[r] += s.count(r);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 void pack_shard(const LayerShards& s, int rank, const float* flat, float* send) {

@@ -54,8 +54,10 @@ Sharding::Sharding(const std::string& mode, Topology& topo, const std::vector<Pa
   }
   if (replicas_ && replicas_->size() == 1) replicas_ = nullptr;
   size_t largest = 1;
-  for (const ParamTable& t : tables) {
-    const LayerShards& sh = shards_.emplace_back(shard_layer(t, max_dim, group_->size()));
+  shards_ = shard_model(tables, max_dim, group_->size());
+  for (size_t l = 0; l < tables.size(); ++l) {
+    const ParamTable& t = tables[l];
+    const LayerShards& sh = shards_[l];
     // Unsharded: the whole tables, so a one-rank run's optimizer (and checkpoint) keeps whole tensors.
     owned_.push_back(group_->size() > 1 ? shard_table(t, sh, group_->rank(), max_dim) : t);
     ASTERIA_CHECK(t.numel <= static_cast<size_t>(INT32_MAX), "a layer of ", t.numel,
@@ -94,10 +96,14 @@ void Sharding::gather(int layer, float* whole, const std::string& label) {
   bytes_.group += (shards_[layer].numel - count(layer)) * sizeof(float);
 }
 
-void Sharding::reduce_scatter(int layer, const float* whole, const std::string& label) {
+void Sharding::reduce_scatter(int layer, float* whole, const std::string& label) {
   ASTERIA_ASSERT(sharded());
   const size_t n = count(layer);
-  // The whole gradient is the send buffer as it is: rank r's part is its range.
+  // The send buffer holds the ranks' parts in rank order: the whole gradient as it is, rotated
+  // so that rank 0's range comes first when the layer's ranges are shifted (in place: the
+  // buffer is given back after this).
+  const LayerShards& sh = shards_[layer];
+  if (sh.offset(0) != 0) std::rotate(whole, whole + sh.offset(0), whole + sh.numel);
   Request r = group_->reduce_scatterv(whole, recv_.data(), counts_[layer], label);
   group_->wait(r);
   float* acc = shard_grads(layer);

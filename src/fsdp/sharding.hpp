@@ -5,8 +5,8 @@
 //   hybrid  a shard group per node (the intra-node ranks), replicated across nodes (the ranks
 //           with the same local rank form a replica group);
 //   none    no sharding (every rank a group of one), replicated over all ranks.
-// Each layer is cut by shard_layer() over its shard group: rank g of the group owns the units
-// [begin[g], begin[g+1]) of the flat buffer, steps exactly those parameters with its own
+// Each layer is cut by shard_model() over its shard group: rank g of the group owns the units
+// of one range of the flat buffer [offset, offset + count), steps exactly those parameters with its own
 // optimizer state (built on shard_table()), and receives their gradient.
 //
 // Sharded (ZeRO-3): a rank keeps only its shard of every layer's parameters (the master
@@ -79,8 +79,8 @@ class Sharding {
   // Sharded: whole = layer l's whole parameters, from every rank's shard_params(l).
   void gather(int layer, float* whole, const std::string& label);
   // Sharded: adds the shard group's sum of this rank's part of `whole` (a micro-batch's
-  // whole-layer gradient) to shard_grads(l).
-  void reduce_scatter(int layer, const float* whole, const std::string& label);
+  // whole-layer gradient) to shard_grads(l). `whole` is scrambled (rotated) on return.
+  void reduce_scatter(int layer, float* whole, const std::string& label);
   // part: this rank's count(layer) floats of the gradient (shard_grads(l) sharded, the whole
   // gradient otherwise); summed over the replica group and scaled to the mean over all ranks.
   void reduce_over_replicas(int layer, float* part, const std::string& label);

@@ -161,9 +161,16 @@ void Checkpointer::bind(Executor& ex) {
 void Checkpointer::copy_and_start_writer() {
   plan_ops_.copy_pending = false;
   stage();
+  writer_->done = false;
   writer_->thread = std::thread([this] {
+    Timer t;
     try {
-      write_and_commit();
+      if (sharded()) {
+        write_rank_file();   // reports its own failure to the group
+        shard_write_.write_s = t.seconds();
+      } else {
+        write_and_commit();
+      }
     } catch (...) {
       writer_->error = std::current_exception();
     }
@@ -234,6 +241,11 @@ void Checkpointer::write_and_commit() {
 void Checkpointer::finish() {
   if (plan_ops_.copy_pending) copy_and_start_writer();   // no step came to copy it
   writer_->join();
+  if (shard_write_.pending) {
+    writer_->done = false;
+    publish_sharded();   // collective: every rank of the group is here too (see the header)
+    return;
+  }
   if (writer_->done.exchange(false)) {
     times_.write_s = writer_->write_s;
     times_.bytes = writer_->bytes;
@@ -263,7 +275,7 @@ void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s, bool mor
   }
   capture_values(step, tokens, elapsed_s);
   if (sharded()) {
-    save_sharded(step);
+    save_sharded(step, more_steps);
     times_.hold_s += hold.seconds();
     return;
   }
@@ -282,20 +294,12 @@ void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s, bool mor
   times_.hold_s += hold.seconds();
 }
 
-void Checkpointer::save_sharded(int64_t step) {
-  if (async_) {
-    async_ = false;
-    if (parts_.sharding->group_rank() == 0)
-      std::fprintf(stderr, "asteria-train: note: checkpoint.async: a sharded run writes its checkpoints in the step for "
-                   "now (each rank its own file, at once)\n");
-  }
-  Timer t;
+void Checkpointer::save_sharded(int64_t step, bool more_steps) {
   Communicator& group = parts_.sharding->group();
-  const int me = group.rank(), n = group.size();
   const std::string what = "the checkpoint of step " + std::to_string(step);
   // 1. The temporary directory, made and named by the group's first rank.
   char tmp[1024] = {};
-  if (me == 0) {
+  if (group.rank() == 0) {
     try {
       const std::string dir = make_checkpoint_tmp(root(), step);
       ASTERIA_CHECK(dir.size() < sizeof tmp, "checkpoint directory name too long: ", dir);
@@ -307,23 +311,51 @@ void Checkpointer::save_sharded(int64_t step) {
   Request r = group.broadcast(tmp, sizeof tmp, 0, "broadcast of " + what + "'s directory");
   group.wait(r);
   if (!tmp[0]) fail(what, ": the first rank could not create its directory under ", root());
-  // 2. Every rank its file, fsynced and checksummed.
-  const std::string file = (fs::path(tmp) / rank_file_name(me)).string();
-  std::vector<double> table(4 * static_cast<size_t>(n), 0.0);   // per rank: failed, bytes, xxh3 high, low
-  std::string error;
-  try {
-    write_image(file, image_, [this](size_t i) { return live(i); });
-    fsync_path(file);
-    const uint64_t h = std::strtoull(file_xxh3(file).c_str(), nullptr, 16);
-    table[4 * me + 1] = static_cast<double>(fs::file_size(file));
-    table[4 * me + 2] = static_cast<double>(h >> 32);
-    table[4 * me + 3] = static_cast<double>(h & 0xffffffffu);
-  } catch (const std::exception& e) {
-    error = e.what();
-    table[4 * me] = 1;
+  shard_write_ = ShardWrite{};
+  shard_write_.dir = tmp;
+  shard_write_.step = step;
+  shard_write_.pending = true;
+  Timer t;
+  if (async_) {
+    // 2. Its file, on the checkpoint thread from the image (copied in the next step); 3. and 4.
+    // at the step boundary where every rank has written (see the header).
+    plan_ops_.copy_pending = true;
+    if (!more_steps) copy_and_start_writer();
+    return;
   }
+  write_rank_file();
+  shard_write_.write_s = t.seconds();
+  publish_sharded();
+}
+
+void Checkpointer::write_rank_file() {
+  // 2. This rank's file, fsynced and checksummed; a failure is reported to the whole group in
+  // publish_sharded(), never thrown alone (the others would wait for this rank).
+  const std::string file = (fs::path(shard_write_.dir) / rank_file_name(parts_.sharding->group_rank())).string();
+  try {
+    write_image(file, image_, async_ ? ImageSource() : ImageSource([this](size_t i) { return live(i); }));
+    fsync_path(file);
+    shard_write_.hash = std::strtoull(file_xxh3(file).c_str(), nullptr, 16);
+    shard_write_.bytes = fs::file_size(file);
+  } catch (const std::exception& e) {
+    shard_write_.error = e.what();
+  }
+}
+
+void Checkpointer::publish_sharded() {
+  Communicator& group = parts_.sharding->group();
+  const int me = group.rank(), n = group.size();
+  shard_write_.pending = false;
+  const std::string what = "the checkpoint of step " + std::to_string(shard_write_.step);
+  const std::string& tmp = shard_write_.dir;
+  std::string error = shard_write_.error;
   // 3. What every rank wrote, to the first; a failed rank fails them all (nothing is published).
-  r = group.all_reduce(table.data(), table.size(), "all_reduce of " + what + "'s files");
+  std::vector<double> table(4 * static_cast<size_t>(n), 0.0);   // per rank: failed, bytes, xxh3 high, low
+  table[4 * me] = error.empty() ? 0 : 1;
+  table[4 * me + 1] = static_cast<double>(shard_write_.bytes);
+  table[4 * me + 2] = static_cast<double>(shard_write_.hash >> 32);
+  table[4 * me + 3] = static_cast<double>(shard_write_.hash & 0xffffffffu);
+  Request r = group.all_reduce(table.data(), table.size(), "all_reduce of " + what + "'s files");
   group.wait(r);
   for (int k = 0; k < n; ++k)
     if (table[4 * k] != 0) {
@@ -351,13 +383,19 @@ void Checkpointer::save_sharded(int64_t step) {
   r = group.broadcast(&published, sizeof published, 0, "broadcast of whether " + what + " was published");
   group.wait(r);
   if (published == 0) fail(what, ": the first rank could not publish it", error.empty() ? "" : ": " + error);
-  times_.write_s = t.seconds();
+  times_.write_s = shard_write_.write_s;
   times_.bytes = 0;
   for (int k = 0; k < n; ++k) times_.bytes += static_cast<size_t>(table[4 * k + 1]);
 }
 
+bool Checkpointer::shard_written() const {
+  return shard_write_.pending && !plan_ops_.copy_pending && writer_->done;
+}
+
 CheckpointTimes Checkpointer::take_times() {
-  if (writer_->done && writer_->thread.joinable()) finish();   // a write that ended since
+  // A write that ended since (not a sharded one: its publishing is collective, done at a step
+  // boundary every rank of the group agrees on).
+  if (!shard_write_.pending && writer_->done && writer_->thread.joinable()) finish();
   CheckpointTimes t = times_;
   times_ = CheckpointTimes{};
   return t;

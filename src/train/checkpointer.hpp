@@ -19,6 +19,14 @@
 // second copy of the state. Retention (checkpoint.keep / keep_every) runs after each commit. A
 // failed write is reported at the next save or at finish().
 //
+// Sharded, every rank of the shard group writes its own file (rank<g>.h5, its shard) into one
+// temporary directory that the group's first rank makes, and that rank publishes it once all
+// files are written (collective over the group). With checkpoint.async the files are written
+// on the checkpoint threads as above; publishing needs every rank, so it happens at a step
+// boundary they agree on: each step the trainer sums shard_write_state() over the ranks with
+// the step's loss, and when every writing rank has written, all of them call finish(). The
+// next save and the end of the run finish (and publish) a write still in flight.
+//
 // restore(dir) checks the checkpoint (manifest, file sizes and checksums, every tensor with its
 // shape, every value) before it changes anything, then reads it tensor by tensor into the run.
 #include <cstdint>
@@ -80,6 +88,10 @@ class Checkpointer {
   void bind(Executor& ex);
   // The times of the last save and the last finished write, reset by the call.
   CheckpointTimes take_times();
+  // Sharded async: whether a checkpoint waits to be published, and whether this rank's file of
+  // it is written (then finish() only publishes).
+  bool shard_write_pending() const { return shard_write_.pending; }
+  bool shard_written() const;
 
   ResumePoint restore(const std::string& dir);
   std::string root() const;   // run.dir/checkpoints
@@ -98,9 +110,11 @@ class Checkpointer {
   void stage();                    // copies the tensors into the image (async)
   const float* live(size_t buffer);   // where buffer i is now (direct writes)
   void write_and_commit();
-  // Sharded: every rank of the shard group writes rank<g>.h5 of its shard into one temporary
-  // directory, the group's first rank publishes it (synchronous, collective over the group).
-  void save_sharded(int64_t step);
+  // Sharded: the temporary directory (collective), then this rank's file at once or on the
+  // checkpoint thread (async), then publish_sharded (collective) at once or at a later finish().
+  void save_sharded(int64_t step, bool more_steps);
+  void write_rank_file();
+  void publish_sharded();
   bool sharded() const;
   float* params(int layer);   // this rank's part of layer l's parameters (all of it unsharded)
   Manifest manifest_for(int64_t step, int64_t tokens, double elapsed_s) const;
@@ -118,6 +132,15 @@ class Checkpointer {
   CheckpointTimes times_;
   std::unique_ptr<Writer> writer_;
   PlanOps plan_ops_;
+  struct ShardWrite {              // sharded: the checkpoint being written
+    bool pending = false;          // written or being written, not yet published
+    int64_t step = 0;
+    std::string dir;               // the group's temporary directory
+    std::string error;             // this rank's failure to write its file
+    uint64_t hash = 0;             // of its file
+    size_t bytes = 0;
+    double write_s = 0;
+  } shard_write_;
 };
 
 // Resolves checkpoint.resume / --resume: "latest" (the newest complete checkpoint under

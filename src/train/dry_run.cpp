@@ -84,10 +84,12 @@ std::string owned_text(const ParamTable& mine) {
 // Groups of more ranks than this are summarized per layer (ranks by unit count), not listed.
 constexpr int kListRanks = 16;
 
-// One layer's shard map, without its name (layers alike print one map).
+// One layer's shard map by range (ranges in buffer order; rank (k + shift) mod G owns range k),
+// without its name: layers alike print one map.
 std::string layer_map(const Config& cfg, const WorldPlan& plan, int l) {
   const ParamTable& t = plan.tables[l];
-  const LayerShards& s = plan.shards[l];
+  LayerShards s = plan.shards[l];
+  s.shift = 0;   // rank g below is range g
   const int G = plan.world.group;
   std::ostringstream os;
   if (t.numel == 0) {
@@ -108,7 +110,7 @@ std::string layer_map(const Config& cfg, const WorldPlan& plan, int l) {
      << floats_text(static_cast<double>(largest)) << " (" << even << " x an even 1/" << G << ")\n";
   if (G <= kListRanks) {
     for (int g = 0; g < G; ++g) {
-      os << "  rank " << g << ": ";
+      os << "  range " << g << ": ";
       if (s.count(g) == 0) {
         os << "no unit\n";
         continue;
@@ -118,12 +120,12 @@ std::string layer_map(const Config& cfg, const WorldPlan& plan, int l) {
     }
     return os.str();
   }
-  // Ranks by the number of units they own, most first.
+  // Ranges by the number of units they hold, most first.
   std::map<size_t, std::vector<int>, std::greater<>> by_units;
   for (int g = 0; g < G; ++g) by_units[mine[g].entries.size()].push_back(g);
   for (const auto& [n, ranks] : by_units) {
     if (n == 0) {
-      os << "  no unit: " << ranks.size() << " ranks (" << rank_ranges(ranks) << "; they join every collective)\n";
+      os << "  no unit: " << ranks.size() << " ranges (" << rank_ranges(ranks) << "; their ranks join every collective)\n";
       continue;
     }
     size_t lo = SIZE_MAX, hi = 0;
@@ -135,7 +137,7 @@ std::string layer_map(const Config& cfg, const WorldPlan& plan, int l) {
     std::string a = floats_text(static_cast<double>(lo));
     const std::string b = floats_text(static_cast<double>(hi));
     if (a != b) a = a.substr(0, a.find(' ')) + " - " + b;
-    os << "  " << n << (n == 1 ? " unit, " : " units, ") << a << ": " << ranks.size() << " ranks ("
+    os << "  " << n << (n == 1 ? " unit, " : " units, ") << a << ": " << ranks.size() << " ranges ("
        << rank_ranges(ranks) << ")\n";
   }
   return os.str();
@@ -186,6 +188,12 @@ std::string world_report(const Config& cfg) {
       os << plan.layer_names[l];
       if (last > l) os << " .. " << plan.layer_names[last] << " (" << last - l + 1 << " layers, each)";
       os << map;
+      // Who owns the ranges: each layer's shift (shard_model), one figure per layer of the group.
+      if (plan.tables[l].numel > 0 && w.group <= kListRanks) {
+        os << "  owners: rank (range + shift) mod " << w.group << ", shift";
+        for (int k = l; k <= last; ++k) os << " " << plan.shards[k].shift;
+        os << "\n";
+      }
       l = last + 1;
     }
     os << "\n";

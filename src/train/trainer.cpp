@@ -437,9 +437,15 @@ struct Trainer::Impl {
     const double elapsed0 = resumed.elapsed_s;   // a resumed run's clock goes on
     double timed_tokens = 0, timed_seconds = 0;
     const StopSignals signals;
-    // Per step, summed over the ranks: loss, stop flag, then per rank its peak memory and its
-    // compute lane's wait for collectives.
-    std::vector<double> shared(2 + 2 * static_cast<size_t>(world));
+    // Per step, summed over the ranks: loss, stop flag, the ranks with a sharded async
+    // checkpoint to publish and those of them still writing their file, then each rank's
+    // figures that differ between ranks (kPerRank of them, the list of every rank's for each).
+    enum Shared { kLoss, kStop, kCkptPending, kCkptWriting, kShared };
+    enum PerRank { kPeakRss, kCommWait, kComm, kBytesGroup, kBytesReplicas, kPerRank };
+    std::vector<double> shared(kShared + kPerRank * static_cast<size_t>(world));
+    const auto by_rank = [&](PerRank f) {
+      return std::vector<double>(shared.begin() + kShared + f * world, shared.begin() + kShared + (f + 1) * world);
+    };
     const int64_t last = cfg.train.stop_after > 0 ? std::min(cfg.train.stop_after, cfg.train.steps) : cfg.train.steps;
     for (step = resumed.step + 1; step <= last; ++step) {
       lr = lr_at(step, cfg.optim.lr, cfg.train);
@@ -449,16 +455,31 @@ struct Trainer::Impl {
       Timer t;
       executor->run(plan);
       // The loss over the ranks, whether any rank was asked to stop (all stop together), and
-      // each rank's peak memory (its part of the state differs when sharded) and comm wait.
-      const double comm_wait_s = executor->wait_seconds(OpKind::Forward) + executor->wait_seconds(OpKind::GradNorm);
+      // each rank's figures: peak memory (its part of the state differs when sharded), how long
+      // its compute lane waited for collectives (a forward or backward for its gather, a
+      // grad_norm for its reduction: the comm not hidden behind compute), its comm lane's time
+      // in collectives and the bytes it moved.
+      const double comm_wait_s = executor->wait_seconds(OpKind::Forward) + executor->wait_seconds(OpKind::Backward) +
+                                 executor->wait_seconds(OpKind::GradNorm);
+      const CommBytes bytes = sharding->take_bytes();
       std::fill(shared.begin(), shared.end(), 0.0);
-      shared[0] = loss_sum;
-      shared[1] = static_cast<double>(signals.pending());
-      shared[2 + rank] = peak_rss_bytes();
-      shared[2 + world + rank] = comm_wait_s;
+      shared[kLoss] = loss_sum;
+      shared[kStop] = static_cast<double>(signals.pending());
+      const bool ckpt_pending = checkpointer && checkpointer->shard_write_pending();
+      shared[kCkptPending] = ckpt_pending ? 1 : 0;
+      shared[kCkptWriting] = ckpt_pending && !checkpointer->shard_written() ? 1 : 0;
+      const auto mine = [&](PerRank f) -> double& { return shared[kShared + f * world + rank]; };
+      mine(kPeakRss) = peak_rss_bytes();
+      mine(kCommWait) = comm_wait_s;
+      mine(kComm) = executor->seconds(OpKind::Gather) + executor->seconds(OpKind::ReduceScatter) +
+                    executor->seconds(OpKind::AllReduce);
+      mine(kBytesGroup) = static_cast<double>(bytes.group);         // exact below 2^53
+      mine(kBytesReplicas) = static_cast<double>(bytes.replicas);
       sum_over_ranks(shared.data(), shared.size(), "the loss of step " + std::to_string(step));
       const double step_s = t.seconds();
-      const double loss = shared[0] / (cfg.train.grad_accum * world);
+      const double loss = shared[kLoss] / (cfg.train.grad_accum * world);
+      // A sharded async checkpoint every writing rank has written: all of them publish it now.
+      if (shared[kCkptPending] > 0 && shared[kCkptWriting] == 0 && ckpt_pending) checkpointer->finish();
       ASTERIA_CHECK(std::isfinite(loss), "training diverged: loss is ", loss, " at step ", step);
       const double tps = tokens_per_step / step_s;
       if (step > resumed.step + 1) {
@@ -480,19 +501,16 @@ struct Trainer::Impl {
           {"optim_s", executor->seconds(OpKind::GradNorm) + executor->seconds(OpKind::ClipGrads) +
                           executor->seconds(OpKind::OptimStep)},
           {"elapsed_s", elapsed0 + wall.seconds()},
-          {"peak_rss_bytes", std::vector<double>(shared.begin() + 2, shared.begin() + 2 + world)}};
+          {"peak_rss_bytes", by_rank(kPeakRss)}};
       if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
       if (sharding->reduces()) {
-        // Rank 0's figures: the comm lane's time in collectives, how long the compute lane
-        // waited for them (a forward for its gather, a grad_norm for its reduction: the part
-        // of the comm not hidden behind compute; every rank's in comm_wait_s_by_rank), and the
-        // bytes moved.
-        const CommBytes bytes = sharding->take_bytes();
-        rec["comm_s"] = executor->seconds(OpKind::Gather) + executor->seconds(OpKind::ReduceScatter) +
-                        executor->seconds(OpKind::AllReduce);
+        // Rank 0's figures, and every rank's in the _by_rank lists.
+        rec["comm_s"] = mine(kComm);
+        rec["comm_s_by_rank"] = by_rank(kComm);
         rec["comm_wait_s"] = comm_wait_s;
-        rec["comm_wait_s_by_rank"] = std::vector<double>(shared.begin() + 2 + world, shared.end());
+        rec["comm_wait_s_by_rank"] = by_rank(kCommWait);
         rec["comm_bytes"] = {{"shard_group", bytes.group}, {"replicas", bytes.replicas}};
+        rec["comm_bytes_by_rank"] = {{"shard_group", by_rank(kBytesGroup)}, {"replicas", by_rank(kBytesReplicas)}};
       }
       if (param_slots) {
         // Rank 0's most whole-layer buffers held at once this step (of the pools' sizes).
@@ -545,7 +563,7 @@ struct Trainer::Impl {
       metrics.write(rec);
       if (writer()) progress.update(step, loss, tps, elapsed0 + wall.seconds(), eval_loss);
       // A checkpoint every checkpoint.every steps, at the last step, and when a signal asks.
-      const int sig = shared[1] > 0 ? (signals.pending() ? signals.pending() : SIGTERM) : 0;
+      const int sig = shared[kStop] > 0 ? (signals.pending() ? signals.pending() : SIGTERM) : 0;
       // One rank writes a replicated run's checkpoint; every rank of one shard group a sharded one's.
       if (checkpointer && cfg.checkpoint.enabled && sharding->writes_checkpoints() &&
           ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {

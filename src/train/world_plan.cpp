@@ -51,9 +51,9 @@ WorldPlan plan_world(const Config& cfg) {
     // What Sharding refuses, planning refuses too.
     ASTERIA_CHECK(t.numel <= static_cast<size_t>(INT32_MAX), cfg.source, ": layer ", p.layer_names[l], " has ", t.numel,
                   " parameters, more than one MPI collective can address (2^31 - 1 floats)");
-    p.shards.push_back(shard_layer(t, max_dim, G));
     numel += t.numel;
   }
+  p.shards = shard_model(p.tables, max_dim, G);
   p.one_rank_optim = optimizer_state_bytes(cfg.optim, p.tables);
   const size_t activations = model_activation_bytes(cfg.model, cfg.train.micro_batch);
   const int L = static_cast<int>(p.tables.size()), micros = cfg.train.grad_accum;

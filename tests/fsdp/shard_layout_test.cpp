@@ -2,6 +2,8 @@
 // ranges, padding, and empty ranks when a layer has fewer units than ranks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <set>
 #include <tuple>
 
@@ -61,7 +63,10 @@ TEST(ShardTable, TheShardsBlocksAreTheWholeLayersBlocks) {
   const ModelConfig cfg = model_preset("bench-small");
   for (const ParamTable& t : model_param_tables(cfg))
     for (int W : {2, 3, 4, 8}) {
-      const LayerShards s = shard_layer(t, 256, W);
+      // Shifted ranges too (shard_model's): a rank's table is its range's, wherever that lies.
+      for (int shift : {0, W - 1}) {
+      LayerShards s = shard_layer(t, 256, W);
+      s.shift = shift;
       using Key = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>;
       std::multiset<Key> whole, sharded;
       for (const MatrixBlock& b : layer_blocks(0, t, 256, true))
@@ -85,5 +90,44 @@ TEST(ShardTable, TheShardsBlocksAreTheWholeLayersBlocks) {
       }
       EXPECT_EQ(floats, t.numel);
       EXPECT_EQ(sharded, whole) << "W = " << W;
+      }
     }
+}
+
+TEST(ShardModel, ShiftsSpreadEachLayersLargestUnitOverTheRanks) {
+  // OLMo-1B at 8 ranks: a block's mlp_down is one unit of 2x an even eighth, always the last
+  // range. Unshifted, one rank holds it in all 16 blocks; shard_model's shifts bring the most
+  // floats any rank holds near an even 1/8 of the model. Same ranges, other owners.
+  const std::vector<ParamTable> tables = model_param_tables(model_preset("olmo-1b"));
+  for (int W : {2, 8, 64}) {
+    SCOPED_TRACE("W = " + std::to_string(W));
+    const std::vector<LayerShards> model = shard_model(tables, 2048, W);
+    ASSERT_EQ(model.size(), tables.size());
+    std::vector<size_t> plain(W, 0), shifted(W, 0);
+    size_t total = 0;
+    for (size_t l = 0; l < tables.size(); ++l) {
+      const LayerShards one = shard_layer(tables[l], 2048, W);
+      EXPECT_EQ(model[l].begin, one.begin);
+      EXPECT_GE(model[l].shift, 0);
+      EXPECT_LT(model[l].shift, W);
+      // Every range has exactly one owner.
+      std::set<int> ranges;
+      for (int r = 0; r < W; ++r) ranges.insert(model[l].range(r));
+      EXPECT_EQ(static_cast<int>(ranges.size()), W);
+      for (int r = 0; r < W; ++r) {
+        plain[r] += one.count(r);
+        shifted[r] += model[l].count(r);
+      }
+      total += tables[l].numel;
+    }
+    const double even = static_cast<double>(total) / W;
+    const double most_plain = static_cast<double>(*std::max_element(plain.begin(), plain.end()));
+    const double most = static_cast<double>(*std::max_element(shifted.begin(), shifted.end()));
+    EXPECT_LE(most, most_plain);
+    if (W == 8) {
+      EXPECT_GT(most_plain, 1.5 * even);
+      EXPECT_LT(most, 1.1 * even);
+    }
+    std::printf("W = %d: most floats on a rank %.3f x an even share (unshifted %.3f)\n", W, most / even, most_plain / even);
+  }
 }

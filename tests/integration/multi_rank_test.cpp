@@ -290,6 +290,16 @@ TEST_F(MultiRank, ShardedCheckpointsLoadAtOtherWorldSizes) {
     const int files = static_cast<int>(std::distance(std::filesystem::directory_iterator(dir_.file(start) + "/checkpoints/step00000008"),
                                                      std::filesystem::directory_iterator{})) - 1;
     EXPECT_EQ(files, from);   // rank<r>.h5 of every rank, and the manifest
+    if (from > 1) {
+      // checkpoint.async (the default): step 4's checkpoint was copied beside step 5's forward
+      // (checkpoint_copy_s on its line), written on the checkpoint threads and published by
+      // all ranks together at a later step boundary.
+      EXPECT_TRUE(std::filesystem::exists(dir_.file(start) + "/checkpoints/step00000004/manifest.json")) << out;
+      std::ifstream in(dir_.file(start) + "/metrics.jsonl");
+      std::string line;
+      for (int i = 0; i < 5; ++i) std::getline(in, line);
+      EXPECT_TRUE(nlohmann::json::parse(line).contains("checkpoint_copy_s")) << line;
+    }
     std::vector<double> reference;
     for (int ranks : {from, 2, from == 4 ? 1 : 4}) {
       const std::string run = start + "-at" + std::to_string(ranks);

@@ -120,17 +120,19 @@ TEST(WorldPlan, OlmoSoapDryRunAt8And64RanksPrintsShardMapAndPerRankMemory) {
     EXPECT_TRUE(has(out, "# shard map (distributed.world_size " + std::to_string(W) + ", distributed.fsdp full")) << out;
     // OLMo-1B's 16 blocks share one map; wte is 25 row-blocks of <= 2048 rows; a block 13.
     EXPECT_TRUE(has(out, "blocks.0 .. blocks.15 (16 layers, each): 67.11M floats, 13 units; largest shard 16.78M floats")) << out;
+    // The blocks' ranges go to other ranks layer by layer (shard_model's shifts).
+    if (W == 8) EXPECT_TRUE(has(out, "  owners: rank (range + shift) mod 8, shift 0 ")) << out;
     EXPECT_TRUE(has(out, "embed: 103.02M floats, 25 units; largest shard")) << out;
     EXPECT_TRUE(has(out, "head: no parameters")) << out;
     if (W == 8) {
-      EXPECT_TRUE(has(out, "  rank 0: ")) << out;
+      EXPECT_TRUE(has(out, "  range 0: ")) << out;
       EXPECT_TRUE(has(out, "att_qkv rows ")) << out;
-      EXPECT_TRUE(has(out, "  rank 7: ")) << out;
+      EXPECT_TRUE(has(out, "  range 7: ")) << out;
     } else {
       // Summarized: more ranks than a block's 13 units, so most own none of it.
-      EXPECT_FALSE(has(out, "  rank 0: ")) << out;
+      EXPECT_FALSE(has(out, "  range 0: ")) << out;
       EXPECT_TRUE(has(out, "  1 unit, ")) << out;
-      EXPECT_TRUE(has(out, "  no unit: 51 ranks (")) << out;
+      EXPECT_TRUE(has(out, "  no unit: 51 ranges (")) << out;
     }
     EXPECT_TRUE(has(out, "# per-rank memory (fp32, world " + std::to_string(W))) << out;
     EXPECT_TRUE(has(out, "params:           min ")) << out;
