@@ -1,0 +1,73 @@
+#pragma once
+// The coherence registry (DESIGN.md "Runtime subsystems", Coherence): where optimizer state is
+// replicated, one owner computes each block's refreshes, and every computed version is either
+// shipped to the replicas and adopted by all of them at one step, or dropped. Per block the
+// registry holds the adopted version and the newest computed one; the rule, with
+// runtime.coherence.staleness S (>= 1) and tolerance tau (relative Frobenius distance of the
+// new roots or bases to the adopted ones; 0 = off):
+//
+//   ship version n  iff  n - adopted >= S  or  (tau > 0 and distance(n, adopted) > tau)
+//
+// so the adopted version is never more than S - 1 versions behind after a decision, S = 1 ships
+// every version (synchronous replication), and a large change goes out early. Decisions depend
+// only on counts, the config and computed values: the same on every replica (the owner's travels
+// with its control message), the same in every run.
+#include <cstdint>
+#include <vector>
+
+namespace asteria {
+
+struct CoherenceRule {
+  int staleness = 1;        // S
+  double tolerance = 0;     // tau; 0: off
+  // behind: versions the new one is ahead of the adopted one (>= 1); distance: its relative
+  // distance to the adopted one (ignored when tau is off).
+  bool ship(int64_t behind, double distance) const {
+    return behind >= staleness || (tolerance > 0 && distance > tolerance);
+  }
+};
+
+// One block's versions.
+struct BlockVersions {
+  int64_t adopted = 0;        // the version every replica uses (0: the initial state)
+  int64_t newest = 0;         // the newest computed (>= adopted)
+  int64_t adopted_step = 0;   // the step whose factors the adopted version was computed from
+};
+
+// Staleness over the blocks at a step: how far the adopted versions are behind the newest
+// computed ones (versions), and how old their factors are (steps).
+struct Staleness {
+  int64_t max_versions = 0;
+  double mean_versions = 0;
+  int64_t max_steps = 0;
+  double mean_steps = 0;
+};
+
+class CoherenceRegistry {
+ public:
+  CoherenceRegistry(CoherenceRule rule, int blocks);
+  const CoherenceRule& rule() const { return rule_; }
+  int blocks() const { return static_cast<int>(versions_.size()); }
+  const BlockVersions& block(int b) const { return versions_[b]; }
+
+  // A new version of block b was computed from the factors of step `from_step`, at `distance`
+  // from the adopted one. Returns whether it is shipped (and then adopted).
+  bool computed(int b, int64_t from_step, double distance);
+
+  // At `step`: staleness over the blocks, and since the last call the versions shipped and the
+  // versions dropped (skipped: never adopted).
+  Staleness staleness(int64_t step) const;
+  int64_t take_shipped();
+  int64_t take_skipped();
+
+  // Checkpoints: per block adopted, newest, adopted_step (3 values each).
+  std::vector<double> save() const;
+  void restore(const std::vector<double>& values);   // an Error when the sizes differ
+
+ private:
+  CoherenceRule rule_;
+  std::vector<BlockVersions> versions_;
+  int64_t shipped_ = 0, skipped_ = 0;
+};
+
+}  // namespace asteria

@@ -1,0 +1,86 @@
+// The coherence registry's rule on hand-made version sequences: a version is adopted when the
+// adopted one is S versions behind, earlier when it differs by more than tau, never later than S;
+// staleness in versions and steps; save / restore.
+#include "runtime/coherence_registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+using asteria::CoherenceRegistry;
+using asteria::CoherenceRule;
+
+TEST(CoherenceRegistry, SynchronousReplicationShipsEveryVersion) {
+  CoherenceRegistry reg(CoherenceRule{1, 0}, 2);
+  for (int v = 1; v <= 5; ++v) {
+    EXPECT_TRUE(reg.computed(0, 10 * v, 0.0)) << v;
+    EXPECT_EQ(reg.block(0).adopted, v);
+    EXPECT_EQ(reg.block(0).newest, v);
+  }
+  EXPECT_EQ(reg.take_shipped(), 5);
+  EXPECT_EQ(reg.take_skipped(), 0);
+  EXPECT_EQ(reg.take_shipped(), 0);   // since the last call
+  EXPECT_EQ(reg.block(1).adopted, 0);   // the other block computed nothing
+}
+
+TEST(CoherenceRegistry, StalenessThreeAdoptsEveryThirdVersionAndNeverLater) {
+  CoherenceRegistry reg(CoherenceRule{3, 0}, 1);
+  // Versions 1, 2 dropped; 3 shipped; 4, 5 dropped; 6 shipped ...
+  const bool expected[] = {false, false, true, false, false, true, false, false, true};
+  for (int v = 1; v <= 9; ++v) {
+    EXPECT_EQ(reg.computed(0, v, 1e9), expected[v - 1]) << "version " << v;   // tau off: distance ignored
+    EXPECT_LE(reg.block(0).newest - reg.block(0).adopted, 2) << "never S versions behind after a decision";
+  }
+  EXPECT_EQ(reg.block(0).adopted, 9);
+  EXPECT_EQ(reg.block(0).adopted_step, 9);
+  EXPECT_EQ(reg.take_shipped(), 3);
+  EXPECT_EQ(reg.take_skipped(), 6);
+}
+
+TEST(CoherenceRegistry, ToleranceShipsALargeChangeEarly) {
+  CoherenceRegistry reg(CoherenceRule{5, 0.1}, 1);
+  EXPECT_FALSE(reg.computed(0, 1, 0.05));   // small change, 1 behind
+  EXPECT_TRUE(reg.computed(0, 2, 0.2));     // > tau: now, 2 versions before S
+  EXPECT_EQ(reg.block(0).adopted, 2);
+  EXPECT_FALSE(reg.computed(0, 3, 0.1));    // exactly tau is not more than tau
+  EXPECT_FALSE(reg.computed(0, 4, 0.0));
+  EXPECT_FALSE(reg.computed(0, 5, 0.0));
+  EXPECT_FALSE(reg.computed(0, 6, 0.0));
+  EXPECT_TRUE(reg.computed(0, 7, 0.0));     // 5 behind: S, whatever the distance
+  EXPECT_EQ(reg.block(0).adopted, 7);
+}
+
+TEST(CoherenceRegistry, StalenessInVersionsAndSteps) {
+  CoherenceRegistry reg(CoherenceRule{3, 0}, 2);
+  reg.computed(0, 10, 0);   // block 0: 1 behind, adopted from step 0
+  reg.computed(0, 20, 0);   // 2 behind
+  reg.computed(1, 15, 0);   // block 1: 1 behind
+  auto s = reg.staleness(30);
+  EXPECT_EQ(s.max_versions, 2);
+  EXPECT_DOUBLE_EQ(s.mean_versions, 1.5);
+  EXPECT_EQ(s.max_steps, 30);
+  EXPECT_DOUBLE_EQ(s.mean_steps, 30);
+  reg.computed(0, 25, 0);   // shipped: block 0 adopted from step 25
+  s = reg.staleness(30);
+  EXPECT_EQ(s.max_versions, 1);
+  EXPECT_DOUBLE_EQ(s.mean_versions, 0.5);
+  EXPECT_EQ(s.max_steps, 30);
+  EXPECT_DOUBLE_EQ(s.mean_steps, (5 + 30) / 2.0);
+}
+
+TEST(CoherenceRegistry, SavesAndRestoresEveryBlock) {
+  CoherenceRegistry a(CoherenceRule{2, 0}, 3), b(CoherenceRule{2, 0}, 3);
+  a.computed(0, 4, 0);
+  a.computed(0, 8, 0);
+  a.computed(2, 6, 0);
+  b.restore(a.save());
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(b.block(k).adopted, a.block(k).adopted);
+    EXPECT_EQ(b.block(k).newest, a.block(k).newest);
+    EXPECT_EQ(b.block(k).adopted_step, a.block(k).adopted_step);
+  }
+  // The same decisions from there on.
+  EXPECT_EQ(b.computed(2, 9, 0), a.computed(2, 9, 0));
+  CoherenceRegistry c(CoherenceRule{2, 0}, 2);
+  EXPECT_THROW(c.restore(a.save()), asteria::Error);
+}
