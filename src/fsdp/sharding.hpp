@@ -60,6 +60,8 @@ class Sharding {
   int group_rank() const { return group_->rank(); }
   int group_size() const { return group_->size(); }
   Communicator& group() { return *group_; }
+  // The replica group: the ranks holding the same shard (null: no replicas).
+  Communicator* replicas() { return replicas_; }
   // The ranks that write checkpoints: one replica's (a shard group's every rank; with fsdp
   // none, rank 0).
   bool writes_checkpoints() const { return !replicas_ || replicas_->rank() == 0; }

@@ -1,5 +1,9 @@
 #include "optim/eigenbasis.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "optim/block_math.hpp"
 
 namespace asteria {
@@ -74,6 +78,28 @@ void EigenbasisBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& 
   const RefreshSide side = refresh_side(job, part, matfn::kQrRefreshParts);
   job.status = matfn::qr_refresh_part(side.stage, p_.refresh_dtype, side.n, side.factor, side.basis.data(), side.perm,
                                       side.carry, ws, sort_);
+}
+
+double EigenbasisBlock::refresh_change(const RefreshJob& job) const {
+  // New column k is old column perm[k]: compare each with the column it came from, up to its
+  // sign (a QR step may flip it, which changes nothing the basis does).
+  double diff = 0, norm = 0;
+  const auto side = [&](int64_t n, const std::vector<double>& Qn, const std::vector<int>& perm, const float* Q) {
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t from = perm.empty() ? k : perm[k];
+      double minus = 0, plus = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double a = Qn[i * n + k], b = Q[i * n + from];
+        minus += (a - b) * (a - b);
+        plus += (a + b) * (a + b);
+        norm += b * b;
+      }
+      diff += std::min(minus, plus);
+    }
+  };
+  side(rows_, job.left_basis, job.left_perm, QL_.data());
+  side(cols_, job.right_basis, job.right_perm, QR_.data());
+  return norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
 }
 
 void EigenbasisBlock::install(const RefreshJob& job) {

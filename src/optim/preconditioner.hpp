@@ -140,6 +140,12 @@ class BlockPreconditioner {
   // Installs a computed refresh, or keeps the previous state when the job failed (counted;
   // throws after more than max_failures consecutive failures).
   void publish(const RefreshJob& job);
+  // How far a computed refresh is from the installed state: the relative Frobenius distance
+  // ||new - installed|| / ||installed|| of the roots (Shampoo) or of the bases, columns matched
+  // by the job's permutations and compared up to sign (SOAP, KL-Shampoo); infinity when nothing
+  // is installed yet.
+  // For runtime.coherence.tolerance.
+  virtual double refresh_change(const RefreshJob& job) const = 0;
   int consecutive_failures() const { return failures_; }
   int64_t refresh_count() const { return refreshes_; }
   // Everything of the block's state that is not a state tensor (failure and refresh counts, the

@@ -1,6 +1,7 @@
 #include "optim/shampoo.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "optim/block_math.hpp"
 #include "optim/thread_scratch.hpp"
@@ -54,6 +55,20 @@ void ShampooBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws)
   if (side.newton_done) return;
   job.status = matfn::inverse_root_eigh_part(side.stage, p_.refresh_dtype, side.n, side.factor, 4.0, p_.root_eps,
                                              side.root.data(), side.carry, ws);
+}
+
+double ShampooBlock::refresh_change(const RefreshJob& job) const {
+  if (!have_roots_) return std::numeric_limits<double>::infinity();
+  double diff = 0, norm = 0;
+  const auto side = [&](int64_t n, const std::vector<double>& root, const float* installed) {
+    for (int64_t i = 0; i < n * n; ++i) {
+      diff += (root[i] - installed[i]) * (root[i] - installed[i]);
+      norm += static_cast<double>(installed[i]) * installed[i];
+    }
+  };
+  side(rows_, job.left_root, Linv_.data());
+  side(cols_, job.right_root, Rinv_.data());
+  return norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
 }
 
 void ShampooBlock::install(const RefreshJob& job) {

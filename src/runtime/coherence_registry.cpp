@@ -11,17 +11,27 @@ CoherenceRegistry::CoherenceRegistry(CoherenceRule rule, int blocks) : rule_(rul
   ASTERIA_ASSERT(rule.staleness >= 1 && rule.tolerance >= 0);
 }
 
-bool CoherenceRegistry::computed(int b, int64_t from_step, double distance) {
+bool CoherenceRegistry::decide(int b, double distance) const {
+  const BlockVersions& v = versions_.at(static_cast<size_t>(b));
+  return rule_.ship(v.newest + 1 - v.adopted, distance);
+}
+
+void CoherenceRegistry::record(int b, int64_t from_step, bool shipped) {
   BlockVersions& v = versions_.at(static_cast<size_t>(b));
   ++v.newest;
-  if (!rule_.ship(v.newest - v.adopted, distance)) {
+  if (!shipped) {
     ++skipped_;
-    return false;
+    return;
   }
   v.adopted = v.newest;
   v.adopted_step = from_step;
   ++shipped_;
-  return true;
+}
+
+bool CoherenceRegistry::computed(int b, int64_t from_step, double distance) {
+  const bool ship = decide(b, distance);
+  record(b, from_step, ship);
+  return ship;
 }
 
 Staleness CoherenceRegistry::staleness(int64_t step) const {
@@ -40,24 +50,5 @@ Staleness CoherenceRegistry::staleness(int64_t step) const {
 
 int64_t CoherenceRegistry::take_shipped() { return std::exchange(shipped_, 0); }
 int64_t CoherenceRegistry::take_skipped() { return std::exchange(skipped_, 0); }
-
-std::vector<double> CoherenceRegistry::save() const {
-  std::vector<double> out;
-  out.reserve(3 * versions_.size());
-  for (const BlockVersions& v : versions_) {
-    out.push_back(static_cast<double>(v.adopted));
-    out.push_back(static_cast<double>(v.newest));
-    out.push_back(static_cast<double>(v.adopted_step));
-  }
-  return out;
-}
-
-void CoherenceRegistry::restore(const std::vector<double>& values) {
-  ASTERIA_CHECK(values.size() == 3 * versions_.size(), "the coherence registry holds ", values.size() / 3,
-                " blocks, this run has ", versions_.size());
-  for (size_t b = 0; b < versions_.size(); ++b)
-    versions_[b] = {static_cast<int64_t>(values[3 * b]), static_cast<int64_t>(values[3 * b + 1]),
-                    static_cast<int64_t>(values[3 * b + 2])};
-}
 
 }  // namespace asteria

@@ -12,6 +12,7 @@
 // every version (synchronous replication), and a large change goes out early. Decisions depend
 // only on counts, the config and computed values: the same on every replica (the owner's travels
 // with its control message), the same in every run.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -49,9 +50,15 @@ class CoherenceRegistry {
   const CoherenceRule& rule() const { return rule_; }
   int blocks() const { return static_cast<int>(versions_.size()); }
   const BlockVersions& block(int b) const { return versions_[b]; }
+  void set_block(int b, const BlockVersions& v) { versions_.at(static_cast<size_t>(b)) = v; }   // checkpoints
 
-  // A new version of block b was computed from the factors of step `from_step`, at `distance`
-  // from the adopted one. Returns whether it is shipped (and then adopted).
+  // Whether the next version of block b, at `distance` from the adopted one, is shipped (the
+  // owner's decision; the registry is unchanged).
+  bool decide(int b, double distance) const;
+  // The next version of block b, computed from the factors of step `from_step`, was shipped
+  // (and adopted) or dropped: every replica records the owner's decision.
+  void record(int b, int64_t from_step, bool shipped);
+  // decide() then record(); returns the decision.
   bool computed(int b, int64_t from_step, double distance);
 
   // At `step`: staleness over the blocks, and since the last call the versions shipped and the
@@ -59,10 +66,6 @@ class CoherenceRegistry {
   Staleness staleness(int64_t step) const;
   int64_t take_shipped();
   int64_t take_skipped();
-
-  // Checkpoints: per block adopted, newest, adopted_step (3 values each).
-  std::vector<double> save() const;
-  void restore(const std::vector<double>& values);   // an Error when the sizes differ
 
  private:
   CoherenceRule rule_;

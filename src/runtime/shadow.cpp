@@ -12,8 +12,9 @@
 
 namespace asteria {
 
-ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s)
-    : opt_(opt), pool_(pool), delay_(delay), worker_delay_s_(worker_delay_s) {
+ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s,
+                               Coherence* coherence)
+    : opt_(opt), pool_(pool), coherence_(coherence), delay_(delay), worker_delay_s_(worker_delay_s) {
   ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
   std::vector<std::vector<MatrixBlock>> blocks;
   std::vector<int> counts;
@@ -77,6 +78,7 @@ void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int work
     slot->parts_done = end;
     slot->state = end == pc.refresh_parts() ? SlotState::Ready : SlotState::Snapshotted;
   }
+  if (end == pc.refresh_parts()) ++computed_;
   ready_cv_.notify_all();
 }
 
@@ -115,6 +117,21 @@ ShadowPipeline::SlotPtr ShadowPipeline::find_slot(int layer, int block, int64_t 
   return nullptr;
 }
 
+void ShadowPipeline::publish_slot(int layer, int block, BlockPreconditioner& pc, const SlotPtr& slot) {
+  if (!coherence_) {
+    wait_ready(slot);
+    pc.publish(slot->job);
+    ++published_;
+    return;
+  }
+  // Replicated: the owner's version (Ready here) goes to the others; all install it if shipped.
+  if (coherence_->owns(layer, block)) wait_ready(slot);
+  if (coherence_->sync(layer, block, slot->opened, slot->job, pc)) {
+    pc.publish(slot->job);
+    ++published_;
+  }
+}
+
 void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
                                       RefreshJob&, matfn::Workspace&) {
   BlockQueue& q = queues_[layer][block];
@@ -126,37 +143,39 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
       if (q.slots.empty() || q.slots.front()->publish_step > step) break;
       front = q.slots.front();
     }
-    wait_ready(front);
-    pc.publish(front->job);
-    ++published_;
+    publish_slot(layer, block, pc, front);
     std::lock_guard<std::mutex> lock(mu_);
     q.slots.pop_front();
     q.free.push_back(front);
   }
   if (!due) return;
-  // 2. Open a job; its snapshot is taken by the planned snapshot op after this layer's step.
+  // 2. Open a job; its snapshot is taken by the planned snapshot op after this layer's step
+  // (with coherence, on the block's owner only: the others wait for its version).
+  const bool remote = coherence_ && !coherence_->owns(layer, block);
   SlotPtr slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     slot = acquire(q);
+    slot->opened = step;
     slot->publish_step = step + delay_.at(step);
-    slot->state = SlotState::AwaitingSnapshot;
+    slot->state = remote ? SlotState::Remote : SlotState::AwaitingSnapshot;
     slot->parts_done = 0;
   }
   if (delay_.at(step) == 0) {  // the native schedule, computed on a worker or this thread
-    pc.snapshot(slot->job);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      slot->state = SlotState::Snapshotted;
+    if (!remote) {
+      pc.snapshot(slot->job);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        slot->state = SlotState::Snapshotted;
+      }
+      if (pool_) {
+        submit(layer, block, slot);
+        wait_ready(slot);
+      } else {
+        compute(layer, block, slot, omp_get_thread_num());
+      }
     }
-    if (pool_) {
-      submit(layer, block, slot);
-      wait_ready(slot);
-    } else {
-      compute(layer, block, slot, omp_get_thread_num());
-    }
-    pc.publish(slot->job);
-    ++published_;
+    publish_slot(layer, block, pc, slot);
     std::lock_guard<std::mutex> lock(mu_);
     q.free.push_back(slot);
     return;
@@ -254,7 +273,7 @@ void ShadowPipeline::bind(Executor& ex) {
       std::lock_guard<std::mutex> lock(mu_);
       for (const BlockQueue& q : queues_[op.layer])
         for (const SlotPtr& s : q.slots)
-          if (s->publish_step <= op.tag) due.push_back(s);
+          if (s->publish_step <= op.tag && s->state != SlotState::Remote) due.push_back(s);
     }
     for (const SlotPtr& s : due) wait_ready(s);
   });
@@ -277,7 +296,7 @@ void ShadowPipeline::bind(Executor& ex) {
   });
 }
 
-std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {
+void ShadowPipeline::complete_open_refreshes() {
   struct Open {
     int layer, block;
     SlotPtr slot;
@@ -290,7 +309,7 @@ std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {
         for (const SlotPtr& s : queues_[l][b].slots) {
           ASTERIA_ASSERT(s->state != SlotState::AwaitingSnapshot, "a refresh of ", opt_.blocks(l)[b].name,
                          " has no snapshot at the end of its step");
-          open.push_back({l, b, s});
+          if (s->state != SlotState::Remote) open.push_back({l, b, s});
         }
   }
   if (!pool_) {
@@ -311,11 +330,35 @@ std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {
     }
     if (error) std::rethrow_exception(error);
   }
+  for (const Open& o : open) wait_ready(o.slot);
+}
+
+void ShadowPipeline::prepare_checkpoint() {
+  if (!coherence_) return;
+  complete_open_refreshes();
+  // Every replica walks the same open refreshes (the schedule is global) in the same order.
+  for (int l = 0; l < static_cast<int>(queues_.size()); ++l)
+    for (int b = 0; b < static_cast<int>(queues_[l].size()); ++b)
+      for (const SlotPtr& s : queues_[l][b].slots) {
+        coherence_->send_to(l, b, 0, s->job);
+        if (coherence_->replica_rank() == 0) {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (s->state == SlotState::Remote) s->state = SlotState::Ready;
+        }
+      }
+}
+
+std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {
+  complete_open_refreshes();
   std::vector<OpenRefresh> out;
-  for (const Open& o : open) {
-    wait_ready(o.slot);
-    out.push_back({o.layer, o.block, o.slot->publish_step, o.slot->job});
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int l = 0; l < static_cast<int>(queues_.size()); ++l)
+    for (int b = 0; b < static_cast<int>(queues_[l].size()); ++b)
+      for (const SlotPtr& s : queues_[l][b].slots) {
+        ASTERIA_ASSERT(s->state == SlotState::Ready, "an open refresh of ", opt_.blocks(l)[b].name,
+                       " is not computed here (with coherence, call prepare_checkpoint first)");
+        out.push_back({l, b, s->publish_step, s->job});
+      }
   return out;
 }
 
@@ -329,6 +372,7 @@ void ShadowPipeline::restore_open_refreshes(const std::vector<OpenRefresh>& open
     BlockQueue& q = queues_[r.layer][r.block];
     SlotPtr s = acquire(q);
     s->publish_step = r.publish_step;
+    s->opened = r.publish_step - delay_.delay;   // open across a step boundary: not a warm-up one (D = 0)
     s->job = r.job;
     s->parts_done = opt_.preconditioner(r.layer, r.block).refresh_parts();
     s->state = SlotState::Ready;

@@ -17,6 +17,10 @@
 // The refresh schedule is a pure function of the step (optim/refresh_schedule.hpp), so the ops
 // of any step are known when its plan is built (ShadowPlanOps, also used by --print-plan).
 //
+// Replicated state (coherence.hpp): only a block's owner snapshots and computes its refreshes;
+// at the publish step every replica, at the block's refresh point, takes part in the version's
+// sync and installs it when it is shipped (dropped versions are computed and never installed).
+//
 // Warm-up: refreshes opened at steps t <= runtime.shadow.sync_steps publish at once (D = 0 for
 // them; shadow_delay.hpp). Without host workers (runtime.shadow.lane compute, or auto on a
 // machine whose cores the compute lane uses) the refreshes run in parts, in a batch at the end of
@@ -32,6 +36,7 @@
 
 #include "optim/refresh_policy.hpp"
 #include "optim/second_order.hpp"
+#include "runtime/coherence.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/plan_builder.hpp"
 #include "runtime/root_job_placement.hpp"
@@ -77,7 +82,9 @@ class ShadowPipeline final : public RefreshPolicy {
   // pool: the host workers, or null to run the root jobs on the compute lane (with as many
   // threads as OpenMP has now). worker_delay_s: each root job first sleeps this long (tests:
   // slow workers).
-  ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s = 0);
+  // coherence: the replicas' protocol, or null (no replicas of this rank's blocks).
+  ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s = 0,
+                 Coherence* coherence = nullptr);
   ~ShadowPipeline() override;
 
   void bind(Executor& ex);
@@ -93,6 +100,9 @@ class ShadowPipeline final : public RefreshPolicy {
   // Jobs opened and not yet published.
   int in_flight() const;
   int64_t published() const { return published_; }
+  Coherence* coherence() const { return coherence_; }
+  // Refreshes this rank computed (with coherence: those of the blocks it owns).
+  int64_t computed() const { return computed_; }
 
   // Checkpoints, between steps. finish_open_refreshes computes every open refresh to the end
   // (waits for the workers; on the compute lane runs the parts not run yet, on this thread:
@@ -100,12 +110,18 @@ class ShadowPipeline final : public RefreshPolicy {
   // a finished refresh do nothing) and returns them in publish order per block.
   // restore_open_refreshes puts them back (into a pipeline with none open), to install at their
   // publish steps.
+  // With coherence every replica calls prepare_checkpoint() first (collective over the replica
+  // group): the owners compute their open refreshes to the end and send them to the replica
+  // that writes the checkpoint (replica rank 0).
+  void prepare_checkpoint();
   std::vector<OpenRefresh> finish_open_refreshes();
   void restore_open_refreshes(const std::vector<OpenRefresh>& open);
 
  private:
-  enum class SlotState { AwaitingSnapshot, Snapshotted, Computing, Ready };
+  // Remote: another replica owns the block; its version arrives at the publish step.
+  enum class SlotState { AwaitingSnapshot, Snapshotted, Computing, Ready, Remote };
   struct Slot {
+    int64_t opened = 0;          // the step whose factors it is computed from
     int64_t publish_step = 0;
     SlotState state = SlotState::AwaitingSnapshot;
     int parts_done = 0;   // Snapshotted with parts_done > 0: computed in part (compute lane)
@@ -126,8 +142,14 @@ class ShadowPipeline final : public RefreshPolicy {
   // Compute lane: the tasks placed at the end of `step`, one per thread at a time.
   void run_batch(int64_t step);
 
+  // Installs (or, with coherence, syncs and maybe installs) a slot's version at its publish step.
+  void publish_slot(int layer, int block, BlockPreconditioner& pc, const SlotPtr& slot);
+  // Computes every open refresh this rank has to the end (waits for the workers).
+  void complete_open_refreshes();
+
   SecondOrderOptimizer& opt_;
   WorkerPool* pool_;
+  Coherence* coherence_;
   ShadowDelay delay_;
   std::unique_ptr<RootJobPlacement> placement_;   // compute lane only
   std::vector<PlacedTask> batch_;
@@ -139,6 +161,7 @@ class ShadowPipeline final : public RefreshPolicy {
   std::condition_variable ready_cv_;
   double stall_s_ = 0;
   std::atomic<int64_t> published_{0};
+  std::atomic<int64_t> computed_{0};
   std::unique_ptr<ShadowPlanOps> plan_ops_;
 };
 

@@ -207,6 +207,17 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
       v[key + "left_perm"] = as_doubles(r.job.left_perm);
       v[key + "right_perm"] = as_doubles(r.job.right_perm);
     }
+    // The coherence registry, per block by its whole-layer index as above: adopted and newest
+    // version, and the step the adopted one was computed from.
+    if (const Coherence* c = parts_.shadow->coherence()) {
+      const auto& opt = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
+      for (int l = 0; l < opt.num_layers(); ++l)
+        for (int b = 0; b < static_cast<int>(opt.blocks(l).size()); ++b) {
+          const BlockVersions& bv = c->registry().block(c->index(l, b));
+          v["coherence." + std::to_string(l) + "_" + std::to_string(opt.whole_block(l, b))] = {
+              static_cast<double>(bv.adopted), static_cast<double>(bv.newest), static_cast<double>(bv.adopted_step)};
+        }
+    }
   }
   pending_ = manifest_for(step, tokens, elapsed_s);
 }
@@ -465,6 +476,19 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
   });
   parts_.loader.restore({static_cast<uint64_t>(pos[0]), static_cast<uint64_t>(pos[1])});
   if (parts_.shadow) parts_.shadow->restore_open_refreshes(open);
+  // The coherence registry of this run's blocks, where the checkpoint has one (a checkpoint of a
+  // run without replicas has none: the registry starts afresh).
+  if (Coherence* c = parts_.shadow ? parts_.shadow->coherence() : nullptr) {
+    const auto& opt = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
+    for (int l = 0; l < opt.num_layers(); ++l)
+      for (int b = 0; b < static_cast<int>(opt.blocks(l).size()); ++b) {
+        const auto it = image_.values.find("coherence." + std::to_string(l) + "_" + std::to_string(opt.whole_block(l, b)));
+        if (it == image_.values.end()) continue;
+        ASTERIA_CHECK(it->second.size() == 3, file, ": ", it->first, " holds ", it->second.size(), " values, not 3");
+        c->registry().set_block(c->index(l, b), {static_cast<int64_t>(it->second[0]), static_cast<int64_t>(it->second[1]),
+                                                 static_cast<int64_t>(it->second[2])});
+      }
+  }
   return {step, value("train.elapsed_s", 1)[0], dir};
 }
 

@@ -108,12 +108,22 @@ struct TiersConfig {
   int prefetch_distance = 2;    // layers of the optimizer order prefetched ahead of use
 };
 
+// Replicated optimizer state (runtime/coherence.hpp, DESIGN.md "Runtime subsystems"): in
+// asteria mode with replicas, each block's refreshes run on one owner and its versions are
+// shipped to the others by this rule.
+struct CoherenceConfig {
+  int staleness = 1;            // S: ship when the adopted version is S versions behind (1: every version)
+  double tolerance = 0;         // tau: ship earlier when a version differs by more (relative Frobenius); 0 = off
+  bool hierarchical = true;     // owner -> node leader -> leaders -> their node; false: owner to every replica
+};
+
 struct RuntimeConfig {
   std::string mode = "native";  // native: roots inline (the baseline); asteria: shadow pipeline
   int threads = 0;              // 0 = all cores
   bool stagger = false;         // spread the blocks' refreshes over the F steps
   ShadowConfig shadow;
   TiersConfig tiers;
+  CoherenceConfig coherence;
 };
 
 // A byte size as written in the config ("64MiB", "1.5GiB", "1000000", "unlimited" =

@@ -167,12 +167,20 @@ void visit(V& v, TiersConfig& t) {
 }
 
 template <class V>
+void visit(V& v, CoherenceConfig& c) {
+  v.field("staleness", c.staleness, at_least(1));
+  v.field("tolerance", c.tolerance, at_least(0.0));
+  v.field("hierarchical", c.hierarchical, any());
+}
+
+template <class V>
 void visit(V& v, RuntimeConfig& r) {
   v.field("mode", r.mode, one_of({"native", "asteria"}));
   v.field("threads", r.threads, at_least(0));
   v.field("stagger", r.stagger, any());
   v.section("shadow", r.shadow);
   v.section("tiers", r.tiers);
+  v.section("coherence", r.coherence);
 }
 
 template <class V>

@@ -38,6 +38,8 @@ const std::vector<std::string> kMayChange = {
     "train.steps", "train.stop_after", "train.eval_every", "data.eval", "data.eval_batches", "data.train",
     "checkpoint",  "run",              "runtime.threads",  "runtime.shadow.threads", "runtime.shadow.lane",
     "runtime.shadow.worker_delay_ms", "runtime.tiers", "distributed.timeout_s", "distributed.ranks_per_node",
+    // How versions travel changes no bit (the staleness and tolerance do: they need allow_changes).
+    "runtime.coherence.hierarchical",
     // The state is stored in global form: how ranks share it may change with the launch.
     "distributed.fsdp", "distributed.prefetch", "distributed.check_every_step",
     "distributed.world_size"};

@@ -21,6 +21,7 @@
 #include "fsdp/sharding_plan_ops.hpp"
 #include "fsdp/topology.hpp"
 #include "model/model.hpp"
+#include "runtime/coherence.hpp"
 #include "runtime/executor.hpp"
 #include "optim/refresh_schedule.hpp"
 #include "runtime/shadow.hpp"
@@ -108,6 +109,7 @@ struct Trainer::Impl {
   std::unique_ptr<WorkerPool> pool;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<TierManager> tiers;   // owns the optimizer state's memory
+  std::unique_ptr<Coherence> coherence;   // asteria mode with replicas of the optimizer state
   std::unique_ptr<ShadowPipeline> shadow;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
@@ -206,8 +208,16 @@ struct Trainer::Impl {
     if (second_order && sharding->sharded()) second_order->follow_whole_model(tables);
     if (cfg.runtime.mode == "asteria" && second_order) {
       if (shadow_lane(cfg) == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
+      // Replicas of this rank's blocks (fsdp none, or hybrid across nodes): one owner computes each.
+      if (Communicator* replicas = sharding->replicas()) {
+        std::vector<std::vector<MatrixBlock>> blocks;
+        for (int l = 0; l < second_order->num_layers(); ++l) blocks.push_back(second_order->blocks(l));
+        const CoherenceConfig& cc = cfg.runtime.coherence;
+        coherence = std::make_unique<Coherence>(CoherenceRule{cc.staleness, cc.tolerance}, cc.hierarchical, *replicas,
+                                                topo.node, blocks);
+      }
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
-                                                cfg.runtime.shadow.worker_delay_ms / 1000.0);
+                                                cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get());
     }
     executor = std::make_unique<Executor>(pool.get());
     grad_sq.assign(model->num_layers(), 0.0);
@@ -440,8 +450,8 @@ struct Trainer::Impl {
     // Per step, summed over the ranks: loss, stop flag, the ranks with a sharded async
     // checkpoint to publish and those of them still writing their file, then each rank's
     // figures that differ between ranks (kPerRank of them, the list of every rank's for each).
-    enum Shared { kLoss, kStop, kCkptPending, kCkptWriting, kShared };
-    enum PerRank { kPeakRss, kCommWait, kComm, kBytesGroup, kBytesReplicas, kPerRank };
+    enum Shared { kLoss, kStop, kCkptPending, kCkptWriting, kCohIntra, kCohInter, kCohShipped, kCohSkipped, kShared };
+    enum PerRank { kPeakRss, kCommWait, kComm, kBytesGroup, kBytesReplicas, kComputed, kPerRank };
     std::vector<double> shared(kShared + kPerRank * static_cast<size_t>(world));
     const auto by_rank = [&](PerRank f) {
       return std::vector<double>(shared.begin() + kShared + f * world, shared.begin() + kShared + (f + 1) * world);
@@ -475,6 +485,18 @@ struct Trainer::Impl {
                     executor->seconds(OpKind::AllReduce);
       mine(kBytesGroup) = static_cast<double>(bytes.group);         // exact below 2^53
       mine(kBytesReplicas) = static_cast<double>(bytes.replicas);
+      if (shadow) mine(kComputed) = static_cast<double>(shadow->computed());
+      if (coherence) {
+        // Bytes: what each rank sent; versions: one replica per replica group counts its group's.
+        const CoherenceTraffic traffic = coherence->take_traffic();
+        shared[kCohIntra] = static_cast<double>(traffic.bytes_intra);
+        shared[kCohInter] = static_cast<double>(traffic.bytes_inter);
+        const int64_t shipped = coherence->registry().take_shipped(), skipped = coherence->registry().take_skipped();
+        if (coherence->replica_rank() == 0) {
+          shared[kCohShipped] = static_cast<double>(shipped);
+          shared[kCohSkipped] = static_cast<double>(skipped);
+        }
+      }
       sum_over_ranks(shared.data(), shared.size(), "the loss of step " + std::to_string(step));
       const double step_s = t.seconds();
       const double loss = shared[kLoss] / (cfg.train.grad_accum * world);
@@ -512,6 +534,17 @@ struct Trainer::Impl {
         rec["comm_bytes"] = {{"shard_group", bytes.group}, {"replicas", bytes.replicas}};
         rec["comm_bytes_by_rank"] = {{"shard_group", by_rank(kBytesGroup)}, {"replicas", by_rank(kBytesReplicas)}};
       }
+      if (coherence) {
+        rec["coherence_bytes_intra"] = shared[kCohIntra];
+        rec["coherence_bytes_inter"] = shared[kCohInter];
+        rec["coherence_shipped_blocks"] = shared[kCohShipped];
+        rec["coherence_skipped_versions"] = shared[kCohSkipped];
+        // Rank 0's replica group's blocks.
+        const Staleness st = coherence->registry().staleness(step);
+        rec["staleness_max"] = {{"versions", st.max_versions}, {"steps", st.max_steps}};
+        rec["staleness_mean"] = {{"versions", st.mean_versions}, {"steps", st.mean_steps}};
+      }
+      if (shadow) rec["shadow_computed_by_rank"] = by_rank(kComputed);   // refreshes each rank computed so far
       if (param_slots) {
         // Rank 0's most whole-layer buffers held at once this step (of the pools' sizes).
         rec["fsdp_buffers_held"] = {{"params", param_slots->take_peak_held()}, {"grads", grad_slots->take_peak_held()}};
@@ -565,10 +598,14 @@ struct Trainer::Impl {
       // A checkpoint every checkpoint.every steps, at the last step, and when a signal asks.
       const int sig = shared[kStop] > 0 ? (signals.pending() ? signals.pending() : SIGTERM) : 0;
       // One rank writes a replicated run's checkpoint; every rank of one shard group a sharded one's.
-      if (checkpointer && cfg.checkpoint.enabled && sharding->writes_checkpoints() &&
+      if (checkpointer && cfg.checkpoint.enabled &&
           ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
-        checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds(), step < last && !sig);
-        result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
+        // Replicas: the owners hand their refreshes in flight to the writing replica (every rank).
+        if (shadow) shadow->prepare_checkpoint();
+        if (sharding->writes_checkpoints()) {
+          checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds(), step < last && !sig);
+          result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
+        }
       }
       result.final_loss = loss;
       result.last_step = step;
@@ -580,6 +617,8 @@ struct Trainer::Impl {
     // Resumed with nothing left to train (train.stop_after or train.steps at the checkpoint's
     // step): the loaded state is written as this run's checkpoint of that step, at this run's
     // world size and sharding (a checkpoint re-laid out for another launch).
+    if (checkpointer && cfg.checkpoint.enabled && !resume_dir.empty() && resumed.step >= last && shadow)
+      shadow->prepare_checkpoint();
     if (checkpointer && cfg.checkpoint.enabled && !resume_dir.empty() && resumed.step >= last &&
         sharding->writes_checkpoints()) {
       const int64_t s = resumed.step;

@@ -17,6 +17,7 @@
 using namespace asteria;
 using asteria::testing::same_bits;
 using asteria::testing::TempDir;
+using asteria::testing::losses;
 
 namespace {
 
@@ -27,12 +28,6 @@ struct ResumeCase {
   int half = 5;   // N
 };
 
-std::vector<double> losses(const std::string& run_dir) {
-  std::vector<double> out;
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line).at("loss").get<double>());
-  return out;
-}
 
 class Resume : public ::testing::TestWithParam<ResumeCase> {
  protected:

@@ -23,23 +23,11 @@ using asteria::testing::run_command;
 using asteria::testing::kConfigs;
 using asteria::testing::kMpirun;
 using asteria::testing::kTrain;
+using asteria::testing::losses;
+using asteria::testing::worst_relative;
 using asteria::testing::TempDir;
 
 namespace {
-
-
-std::vector<double> losses(const std::string& run_dir) {
-  std::vector<double> out;
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line).at("loss").get<double>());
-  return out;
-}
-
-double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(a[i]));
-  return worst;
-}
 
 // Everything a checkpoint holds, whatever its world size: every tensor whole (a sharded run's
 // row-blocks "<name>/rows_<a>_<b>", from all its rank files, put back in place), the block

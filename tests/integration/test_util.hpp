@@ -1,8 +1,11 @@
 #pragma once
 // Helpers for integration tests: temporary directories and small token files.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,6 +62,25 @@ inline int run_command(const std::string& cmd, std::string* output) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
   int status = pclose(p);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A run's metrics.jsonl, one record per line; its losses.
+inline std::vector<nlohmann::json> metrics_lines(const std::string& run_dir) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+inline std::vector<double> losses(const std::string& run_dir) {
+  std::vector<double> out;
+  for (const nlohmann::json& r : metrics_lines(run_dir)) out.push_back(r.at("loss").get<double>());
+  return out;
+}
+// The largest |a - b| / |a| over the steps both have.
+inline double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(a[i]));
+  return worst;
 }
 
 }  // namespace asteria::testing

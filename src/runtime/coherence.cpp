@@ -1,0 +1,153 @@
+#include "runtime/coherence.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "core/error.hpp"
+
+namespace asteria {
+
+namespace {
+
+// The job's output vectors, in the control message's order.
+template <class Job>
+auto outputs(Job& job) {
+  return std::array<decltype(&job.left_basis), 4>{&job.left_basis, &job.right_basis, &job.left_root, &job.right_root};
+}
+template <class Job>
+auto perms(Job& job) {
+  return std::array<decltype(&job.left_perm), 2>{&job.left_perm, &job.right_perm};
+}
+
+}  // namespace
+
+Coherence::Coherence(CoherenceRule rule, bool hierarchical, Communicator& replicas, int node,
+                     const std::vector<std::vector<MatrixBlock>>& blocks)
+    : replicas_(replicas), hierarchical_(hierarchical), registry_(rule, [&] {
+        int n = 0;
+        for (const auto& l : blocks) n += static_cast<int>(l.size());
+        return n;
+      }()) {
+  // Every replica's node, by a sum over the group (each rank fills in its own).
+  const int R = replicas.size();
+  std::vector<double> nodes(static_cast<size_t>(R), 0.0);
+  nodes[static_cast<size_t>(replicas.rank())] = node;
+  Request r = replicas.all_reduce(nodes.data(), nodes.size(), "all_reduce of the replicas' nodes");
+  replicas.wait(r);
+  for (double x : nodes) node_of_.push_back(static_cast<int>(x));
+  std::vector<double> costs;
+  for (const auto& layer : blocks) {
+    first_.push_back(static_cast<int>(costs.size()));
+    for (const MatrixBlock& b : layer) {
+      costs.push_back(static_cast<double>(b.rows) * b.rows * b.rows + static_cast<double>(b.cols) * b.cols * b.cols);
+      names_.push_back(b.name);
+    }
+  }
+  owners_ = assign_owners(costs, R);
+  for (int o = 0; o < R; ++o) hops_.push_back(version_hops(o, node_of_, hierarchical));
+}
+
+size_t Coherence::payload_bytes(const std::string& algorithm, int64_t rows, int64_t cols) {
+  const size_t square = static_cast<size_t>(rows * rows + cols * cols);
+  return sizeof(float) * (algorithm == "shampoo" ? square : square + static_cast<size_t>(rows + cols));
+}
+
+void Coherence::pack(const RefreshJob& job, Control& c) {
+  c.status = static_cast<int64_t>(job.status);
+  c.rows = job.rows;
+  c.cols = job.cols;
+  size_t total = 0, k = 0;
+  for (const auto* v : outputs(job)) total += (c.sizes[k++] = static_cast<int64_t>(v->size()));
+  for (const auto* v : perms(job)) total += (c.sizes[k++] = static_cast<int64_t>(v->size()));
+  payload_.resize(total);
+  float* out = payload_.data();
+  // fp32, as the install keeps them; permutation indices (< 2^24) are exact in fp32.
+  for (const auto* v : outputs(job)) out = std::transform(v->begin(), v->end(), out, [](double x) { return static_cast<float>(x); });
+  for (const auto* v : perms(job)) out = std::transform(v->begin(), v->end(), out, [](int x) { return static_cast<float>(x); });
+}
+
+void Coherence::unpack(const Control& c, RefreshJob& job) const {
+  job.status = static_cast<matfn::Status>(c.status);
+  job.rows = c.rows;
+  job.cols = c.cols;
+  const float* in = payload_.data();
+  size_t k = 0;
+  for (auto* v : outputs(job)) {
+    v->resize(static_cast<size_t>(c.sizes[k++]));
+    std::transform(in, in + v->size(), v->begin(), [](float x) { return static_cast<double>(x); });
+    in += v->size();
+  }
+  for (auto* v : perms(job)) {
+    v->resize(static_cast<size_t>(c.sizes[k++]));
+    std::transform(in, in + v->size(), v->begin(), [](float x) { return static_cast<int>(x); });
+    in += v->size();
+  }
+}
+
+void Coherence::relay(const std::vector<VersionHop>& hops, Control& c, int tag, const std::string& label) {
+  const int me = replicas_.rank();
+  // Receive first (each replica but the owner, once), then pass it on: the hops are listed in
+  // dependency order and every rank walks them the same way, so no cycle can wait.
+  for (const VersionHop& h : hops) {
+    if (h.to != me) continue;
+    Request r = replicas_.recv(&c, sizeof c, h.from, tag, "recv of the control message of " + label);
+    replicas_.wait(r);
+    if (c.ship) {
+      size_t total = 0;
+      for (int64_t s : c.sizes) total += static_cast<size_t>(s);
+      payload_.resize(total);
+      r = replicas_.recv(payload_.data(), total * sizeof(float), h.from, tag, "recv of " + label);
+      replicas_.wait(r);
+    }
+  }
+  std::vector<Request> sent;
+  for (const VersionHop& h : hops) {
+    if (h.from != me) continue;
+    sent.push_back(replicas_.send(&c, sizeof c, h.to, tag, "send of the control message of " + label));
+    size_t bytes = sizeof c;
+    if (c.ship) {
+      sent.push_back(replicas_.send(payload_.data(), payload_.size() * sizeof(float), h.to, tag, "send of " + label));
+      bytes += payload_.size() * sizeof(float);
+    }
+    (h.inter ? traffic_.bytes_inter : traffic_.bytes_intra) += bytes;
+  }
+  for (Request& r : sent) replicas_.wait(r);
+}
+
+bool Coherence::sync(int layer, int block, int64_t from_step, RefreshJob& job, const BlockPreconditioner& pc) {
+  const int b = index(layer, block), owner = owners_[b];
+  Control c;
+  if (owner == replicas_.rank()) {
+    const double distance = registry_.rule().tolerance > 0 ? pc.refresh_change(job) : 0.0;
+    c.ship = registry_.decide(b, distance) ? 1 : 0;
+    pack(job, c);
+  }
+  // Tags: one per block (MPI keeps the order of messages between two ranks with one tag).
+  relay(hops_[owner], c, 1 + b % 30000, "version of " + names_[b]);
+  registry_.record(b, from_step, c.ship != 0);
+  if (owner != replicas_.rank() && c.ship) unpack(c, job);
+  return c.ship != 0;
+}
+
+void Coherence::send_to(int layer, int block, int to, RefreshJob& job) {
+  const int b = index(layer, block), owner = owners_[b], me = replicas_.rank();
+  if (owner == to || (me != owner && me != to)) return;
+  Control c;
+  const std::string label = "open refresh of " + names_[b] + " for the checkpoint";
+  if (me == owner) {
+    c.ship = 1;
+    pack(job, c);
+    relay({{owner, to, node_of_[owner] != node_of_[to]}}, c, 1 + b % 30000, label);
+  } else {
+    relay({{owner, to, node_of_[owner] != node_of_[to]}}, c, 1 + b % 30000, label);
+    unpack(c, job);
+  }
+}
+
+CoherenceTraffic Coherence::take_traffic() {
+  const CoherenceTraffic t = traffic_;
+  traffic_ = CoherenceTraffic{};
+  return t;
+}
+
+}  // namespace asteria

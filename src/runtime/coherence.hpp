@@ -1,0 +1,92 @@
+#pragma once
+// The coherence protocol (DESIGN.md "Runtime subsystems", Coherence): where the optimizer state
+// is replicated (fsdp none: over all ranks; hybrid: across nodes), each preconditioner block has
+// one owner among its replicas (assign_owners: balanced by refresh cost), and only the owner
+// computes its refreshes (the shadow pipeline skips the others). At a refresh's publish step,
+// at the block's refresh point on every replica (all in the same block order):
+//   the owner decides by the registry's rule (coherence_registry.hpp; the distance to the
+//   installed roots or bases when runtime.coherence.tolerance is on) and sends a control message
+//   (the decision, the job's status and sizes) along the version's hops (coherence_routes.hpp),
+//   followed by the payload when it ships: the refreshed bases, roots and permutations in fp32,
+//   which is exactly what the install keeps (it rounds the job's fp64 to fp32), so every
+//   replica installs the same bits the owner does;
+//   every replica records the decision in its registry and installs the version when shipped,
+//   at this same step (the owner too, not earlier).
+// Decisions depend only on the config and computed values, so runs are reproducible, and the
+// registry goes into checkpoints.
+//
+// The transfers run on the calling (compute) lane: no step's comm-lane op is in flight during
+// the optimizer's ops (MPI is MPI_THREAD_SERIALIZED).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fsdp/communicator.hpp"
+#include "optim/blocks.hpp"
+#include "optim/preconditioner.hpp"
+#include "runtime/coherence_registry.hpp"
+#include "runtime/coherence_routes.hpp"
+
+namespace asteria {
+
+// Per step (since the last take), what this rank sent.
+struct CoherenceTraffic {
+  size_t bytes_intra = 0, bytes_inter = 0;
+};
+
+class Coherence {
+ public:
+  // replicas: the replica group (every rank of it constructs this, collectively); node: this
+  // rank's node; blocks: this rank's optimizer blocks per layer (alike on every replica).
+  Coherence(CoherenceRule rule, bool hierarchical, Communicator& replicas, int node,
+            const std::vector<std::vector<MatrixBlock>>& blocks);
+
+  int replicas() const { return replicas_.size(); }
+  int replica_rank() const { return replicas_.rank(); }
+  int owner(int layer, int block) const { return owners_[index(layer, block)]; }
+  bool owns(int layer, int block) const { return owner(layer, block) == replicas_.rank(); }
+  const std::vector<int>& node_of() const { return node_of_; }
+  bool hierarchical() const { return hierarchical_; }
+  CoherenceRegistry& registry() { return registry_; }
+  const CoherenceRegistry& registry() const { return registry_; }
+  int index(int layer, int block) const { return first_[layer] + block; }
+
+  // The version of (layer, block) computed from the factors of step `from_step`: on the owner
+  // `job` holds it (computed) and `pc` its installed state; on the others `job` receives it when
+  // shipped. Every replica calls it at the same point. Returns whether to install it.
+  bool sync(int layer, int block, int64_t from_step, RefreshJob& job, const BlockPreconditioner& pc);
+  // Between steps (a checkpoint): the owner's computed refresh to replica `to`, which receives
+  // it into `job` (other ranks do nothing).
+  void send_to(int layer, int block, int to, RefreshJob& job);
+
+  CoherenceTraffic take_traffic();
+
+  // Bytes of a version's payload (fp32 bases, roots and permutations) for a block of this size
+  // and algorithm; the control message is kControlBytes.
+  static size_t payload_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
+  static constexpr size_t kControlBytes = 10 * sizeof(int64_t);
+
+ private:
+  struct Control {
+    int64_t ship = 0, status = 0, rows = 0, cols = 0;
+    int64_t sizes[6] = {};   // left/right basis, left/right root, left/right perm
+  };
+  static_assert(sizeof(Control) == kControlBytes);
+  void pack(const RefreshJob& job, Control& c);
+  void unpack(const Control& c, RefreshJob& job) const;
+  // Runs the hops: receive from this rank's parent, then send to its children.
+  void relay(const std::vector<VersionHop>& hops, Control& c, int tag, const std::string& label);
+
+  Communicator& replicas_;
+  bool hierarchical_;
+  std::vector<int> node_of_;
+  std::vector<int> first_;               // per layer: its first block's index
+  std::vector<int> owners_;              // per block
+  std::vector<std::vector<VersionHop>> hops_;   // per owner
+  CoherenceRegistry registry_;
+  std::vector<float> payload_;           // the version in flight (grows once, then reused)
+  std::vector<std::string> names_;       // per block, for messages
+  CoherenceTraffic traffic_;
+};
+
+}  // namespace asteria
