@@ -277,6 +277,32 @@ std::string world_report(const Config& cfg) {
 
 }  // namespace
 
+// The coherence protocol of the planned launch (empty when it is not active).
+std::string coherence_report(const Config& cfg) {
+  const WorldPlan plan = plan_world(cfg);
+  const CoherencePlan c = plan_coherence(cfg, plan);
+  if (!c.active) return "";
+  const CoherenceConfig& cc = cfg.runtime.coherence;
+  std::ostringstream os;
+  char share[64];
+  std::snprintf(share, sizeof share, "%.2f - %.2f", c.cost_min, c.cost_max);
+  os << "\n# coherence (runtime.mode asteria, replicated optimizer state; runtime.coherence staleness " << cc.staleness
+     << ", tolerance " << (cc.tolerance > 0 ? std::to_string(cc.tolerance) : std::string("off")) << ", "
+     << (cc.hierarchical ? "hierarchical" : "flat") << ")\n"
+     << "replica groups: " << c.groups << " of " << c.replicas << " replicas over " << c.nodes << " node(s)"
+     << (plan.world.mode == "hybrid" ? " (hybrid: one replica per node)" : "") << "\n"
+     << "owners: " << c.blocks << " blocks, one owner each; per replica " << c.blocks_min << " - " << c.blocks_max
+     << " blocks, refresh cost (rows^3 + cols^3) " << share << " x an even 1/" << c.replicas << "\n"
+     << "per refresh period (optim.precondition_frequency " << c.period
+     << " steps) at staleness 1, every rank's sends summed:\n"
+     << "  hierarchical: between nodes " << human_bytes(static_cast<double>(c.hier_inter)) << ", inside nodes "
+     << human_bytes(static_cast<double>(c.hier_intra)) << "\n"
+     << "  flat:         between nodes " << human_bytes(static_cast<double>(c.flat_inter)) << ", inside nodes "
+     << human_bytes(static_cast<double>(c.flat_intra)) << "\n"
+     << "  (staleness S ships about 1 / S of it; the tolerance ships more when versions change fast)\n";
+  return os.str();
+}
+
 std::string dry_run_report(const Config& cfg) {
   check_supported(cfg);
   std::ostringstream os;
@@ -317,7 +343,7 @@ std::string dry_run_report(const Config& cfg) {
      << "training FLOPs per token: " << fpt << "  (" << training_flops_formula() << ")\n"
      << "tokens per step:          " << tokens_per_step << "\n"
      << "training FLOPs per step:  " << fpt * tokens_per_step << "\n";
-  if (cfg.distributed.world_size > 0) os << "\n" << world_report(cfg);
+  if (cfg.distributed.world_size > 0) os << "\n" << world_report(cfg) << coherence_report(cfg);
   return os.str();
 }
 

@@ -7,6 +7,8 @@
 #include "core/error.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
 #include "model/model.hpp"
+#include "optim/blocks.hpp"
+#include "runtime/coherence.hpp"
 
 namespace asteria {
 
@@ -97,6 +99,57 @@ WorldPlan plan_world(const Config& cfg) {
     p.ranks.push_back(f);
   }
   return p;
+}
+
+CoherencePlan plan_coherence(const Config& cfg, const WorldPlan& plan) {
+  CoherencePlan c;
+  const PlannedWorld& w = plan.world;
+  if (cfg.runtime.mode != "asteria" || cfg.optim.name == "adamw" || w.replicas < 2) return c;
+  c.active = true;
+  c.replicas = w.replicas;
+  c.groups = w.group;
+  c.period = cfg.optim.precondition_frequency;
+  // The replicas' nodes: fsdp none, every rank (node = rank / ranks_per_node; unset: one node);
+  // hybrid, one rank per node.
+  std::vector<int> node_of;
+  for (int r = 0; r < w.replicas; ++r)
+    node_of.push_back(w.mode == "hybrid" ? r : (w.ranks_per_node > 0 ? r / w.ranks_per_node : 0));
+  c.nodes = node_of.back() + 1;
+  const int64_t max_dim = cfg.optim.max_preconditioner_dim;
+  c.blocks_min = INT64_MAX;
+  c.cost_min = 1e300;
+  for (int g = 0; g < w.group; ++g) {
+    std::vector<double> costs;
+    std::vector<size_t> bytes;
+    for (size_t l = 0; l < plan.tables.size(); ++l) {
+      const ParamTable t = w.sharded() ? shard_table(plan.tables[l], plan.shards[l], g, max_dim) : plan.tables[l];
+      for (const MatrixBlock& b : layer_blocks(static_cast<int>(l), t, max_dim, cfg.optim.precondition_embeddings)) {
+        costs.push_back(static_cast<double>(b.rows) * b.rows * b.rows + static_cast<double>(b.cols) * b.cols * b.cols);
+        bytes.push_back(Coherence::kControlBytes + Coherence::payload_bytes(cfg.optim.name, b.rows, b.cols));
+      }
+    }
+    c.blocks += static_cast<int64_t>(costs.size());
+    const std::vector<int> owner = assign_owners(costs, w.replicas);
+    std::vector<int64_t> count(static_cast<size_t>(w.replicas), 0);
+    std::vector<double> cost(static_cast<size_t>(w.replicas), 0.0);
+    double group_cost = 0;
+    for (size_t b = 0; b < costs.size(); ++b) {
+      ++count[owner[b]];
+      cost[owner[b]] += costs[b];
+      group_cost += costs[b];
+      for (bool hierarchical : {true, false})
+        for (const VersionHop& h : version_hops(owner[b], node_of, hierarchical))
+          (hierarchical ? (h.inter ? c.hier_inter : c.hier_intra) : (h.inter ? c.flat_inter : c.flat_intra)) += bytes[b];
+    }
+    for (int r = 0; r < w.replicas; ++r) {
+      c.blocks_min = std::min(c.blocks_min, count[r]);
+      c.blocks_max = std::max(c.blocks_max, count[r]);
+      const double share = group_cost > 0 ? cost[r] * w.replicas / group_cost : 0;
+      c.cost_min = std::min(c.cost_min, share);
+      c.cost_max = std::max(c.cost_max, share);
+    }
+  }
+  return c;
 }
 
 std::string floats_text(double n) {

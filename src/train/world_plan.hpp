@@ -68,6 +68,24 @@ struct WorldPlan {
 // Needs distributed.world_size > 0. Allocates nothing model-sized.
 WorldPlan plan_world(const Config& cfg);
 
+// The coherence protocol of the planned launch (runtime/coherence.hpp): active in asteria mode
+// with a second-order optimizer and replicas of the optimizer state (fsdp none, or hybrid over
+// several nodes). Owners as the run assigns them, in every replica group (one per shard-group
+// rank); the bytes every rank sends in a refresh period (optim.precondition_frequency steps:
+// each block refreshes once) when every version ships (staleness 1), with either scheme.
+struct CoherencePlan {
+  bool active = false;
+  int replicas = 1;              // per replica group
+  int groups = 0;                // replica groups (the shard group's ranks)
+  int nodes = 1;                 // that the replicas of a group span
+  int64_t blocks = 0;            // over all groups
+  int64_t blocks_min = 0, blocks_max = 0;   // per replica
+  double cost_min = 0, cost_max = 0;        // a replica's refresh cost / an even share of its group's
+  int64_t period = 0;            // steps
+  size_t hier_inter = 0, hier_intra = 0, flat_inter = 0, flat_intra = 0;
+};
+CoherencePlan plan_coherence(const Config& cfg, const WorldPlan& plan);
+
 // "16.78M floats", "49.2K floats", "1 floats": a float count as the reports print it.
 std::string floats_text(double n);
 

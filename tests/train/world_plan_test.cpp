@@ -321,3 +321,30 @@ TEST(WorldPlan, WorldSizeMayChangeOnResume) {
   // The key is written in the resolved config and read back.
   EXPECT_EQ(load_config_text(config_to_yaml(saved), "resolved").distributed.world_size, 4);
 }
+
+TEST(WorldPlan, CoherenceOwnersAndBytesPerRefreshPeriod) {
+  // fsdp none, 4 ranks as 2 nodes x 2, SOAP in asteria mode: every block has one owner, the
+  // owners' refresh costs are balanced, and hierarchical shipping sends half of flat's bytes
+  // between the nodes (once per node instead of once per replica there).
+  Config cfg = load_config(kConfigs + "/bench-small-soap.yaml", {"distributed.world_size=4", "distributed.fsdp=none",
+                                                                  "distributed.ranks_per_node=2", "runtime.mode=asteria"});
+  const CoherencePlan c = plan_coherence(cfg, plan_world(cfg));
+  ASSERT_TRUE(c.active);
+  EXPECT_EQ(c.replicas, 4);
+  EXPECT_EQ(c.groups, 1);
+  EXPECT_EQ(c.nodes, 2);
+  EXPECT_GT(c.blocks, 0);
+  EXPECT_LE(c.blocks_max - c.blocks_min, c.blocks);
+  EXPECT_GT(c.cost_min, 0.5);
+  EXPECT_LT(c.cost_max, 1.5);
+  EXPECT_EQ(2 * c.hier_inter, c.flat_inter);
+  EXPECT_EQ(c.hier_inter + c.hier_intra, c.flat_inter + c.flat_intra);   // 3 hops per version either way
+  EXPECT_TRUE(has(dry_run_report(cfg), "# coherence (runtime.mode asteria")) << dry_run_report(cfg);
+  // Native mode, AdamW or no replicas: no coherence.
+  cfg.runtime.mode = "native";
+  EXPECT_FALSE(plan_coherence(cfg, plan_world(cfg)).active);
+  EXPECT_FALSE(has(dry_run_report(cfg), "# coherence"));
+  cfg.runtime.mode = "asteria";
+  cfg.distributed.fsdp = "full";
+  EXPECT_FALSE(plan_coherence(cfg, plan_world(cfg)).active);
+}
