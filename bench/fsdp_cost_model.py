@@ -14,8 +14,9 @@ line (tests/bench/fsdp_cost_model_test.py checks the parameter count against
 `asteria-train --dry-run`). The collectives are those of DESIGN.md "The data flow of one
 step": per micro-batch and layer, an all-gather before the forward and one before the backward
 and a reduce-scatter of the gradient after the backward; hybrid adds an all-reduce of each
-rank's gradient shard across the nodes; the global grad norm is one all-reduce. Python 3
-standard library only.
+rank's gradient shard across the nodes; the global grad norm is one all-reduce. Where the SOAP
+state is replicated, the coherence section adds the versions the blocks' owners ship between
+nodes (hierarchical vs flat, staleness 1 and 5). Python 3 standard library only.
 """
 import argparse
 import json
@@ -272,8 +273,10 @@ def model_costs(a):
     ar = next(r for r in rows if r["op"] == "all-reduce of the gradient shard")
     totals["hybrid_allreduce_every_microbatch_inter_s"] = ar["seconds"] * accum
 
+    grad_nic = next(r for r in rows if r["op"] == "all-reduce of the gradient shard")["nic_bytes_per_node"]
+    coherence = coherence_costs(a, tables, grad_nic, bw_inter, a.precondition_frequency)
     return {
-        "model": m, "params": n_params, "layers": layers, "rows": rows, "totals": totals,
+        "model": m, "params": n_params, "layers": layers, "rows": rows, "totals": totals, "coherence": coherence,
         "setup": {"nodes": nodes, "gpus_per_node": gpn, "world": world, "global_batch": a.global_batch,
                   "micro_batch": a.micro_batch, "micro_batches_per_step": accum, "tokens_per_step": tokens,
                   "max_preconditioner_dim": a.max_dim, "param_bytes": pbytes,
@@ -283,6 +286,46 @@ def model_costs(a):
         "compute": {"flops_6PT": flops_6pt, "seconds": compute_s, "flops_trainer_formula": flops_trainer,
                     "seconds_trainer_formula": flops_trainer / (world * a.peak_tflops * 1e12 * a.mfu)},
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Coherence (src/runtime/coherence.hpp): where SOAP's state is replicated, each block's owner ships
+# every adopted version (fp32 eigenbases Q_L, Q_R and their permutations, plus an 80 B control
+# message per hop) to the block's other replicas.
+
+def soap_blocks(tables, max_dim, precondition_embeddings=True):
+    """[(rows, cols)] of every preconditioner block (src/optim/blocks.cpp): 2-D tensors cut by
+    split_dimension on both sides; the embedding and LM head only when precondition_embeddings."""
+    out = []
+    for _, t in tables:
+        for name, shape in t:
+            if len(shape) != 2 or (not precondition_embeddings and name in ("wte", "lm_head")):
+                continue
+            for _, rn in split_dimension(shape[0], max_dim):
+                for _, cn in split_dimension(shape[1], max_dim):
+                    out.append((rn, cn))
+    return out
+
+
+def coherence_costs(a, tables, gradient_nic_bytes_per_node, bw_inter, period):
+    """Inter-node coherence bytes per step, hierarchical vs flat, in hybrid (replicas: one per
+    node) and none (every GPU a replica), at staleness 1 and 5, every block refreshed once per
+    `period` steps (staggered: the same share every step)."""
+    nodes, gpn = a.nodes, a.gpus_per_node
+    version = sum(80 + 4 * (r * r + c * c + r + c) for r, c in soap_blocks(tables, a.max_dim))   # all blocks, once
+    rows = []
+    for mode, replicas_per_node in (("hybrid", 1), ("none", gpn)):
+        for scheme in ("hierarchical", "flat"):
+            # Hops between nodes per version: hierarchical once per other node; flat once per
+            # replica on another node.
+            hops = (nodes - 1) * (1 if scheme == "hierarchical" else replicas_per_node)
+            for S in (1, 5):
+                total = version * hops / period / S          # all nodes' sends, per step
+                per_node = total / nodes                     # owners balanced over the nodes
+                rows.append({"mode": mode, "scheme": scheme, "staleness": S, "inter_bytes_per_step": total,
+                             "nic_bytes_per_node_per_step": per_node, "seconds_per_step": per_node / bw_inter,
+                             "vs_gradient_traffic": per_node / gradient_nic_bytes_per_node})
+    return {"version_bytes": version, "period": period, "rows": rows}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,6 +477,30 @@ def markdown(r, a, command):
     w("- Latency terms are small here: the largest is full sharding's grad-norm all-reduce over %d ranks, "
       "%s (a tree would take 2 log2(n) steps instead of 2(n-1))." %
       (s["world"], ms(next(x for x in r["rows"] if x["mode"] == "full" and x["op"].startswith("grad-norm"))["seconds"])))
+    co = r["coherence"]
+    w("")
+    w("## Coherence: replicated SOAP state (runtime.coherence)")
+    w("")
+    w("Where the SOAP state is replicated, each block's owner ships every adopted version: its fp32 "
+      "eigenbases and permutations, %s for all the model's blocks once, plus an 80 B control message "
+      "per hop (src/runtime/coherence.hpp). Every block refreshes once per optim.precondition_frequency "
+      "= %d steps (staggered, so the same share every step); at staleness S one version in S ships. "
+      "hybrid: the replicas of a block are one GPU per node (%d); none (DDP): every GPU (%d), %d per node. "
+      "Hierarchical shipping crosses each other node's boundary once per version, flat once per replica "
+      "there. Next to it, hybrid's gradient all-reduce: %s over each node's NIC per step." %
+      (gb(co["version_bytes"]), co["period"], s["nodes"], s["world"], s["gpus_per_node"],
+       gb(next(x for x in r["rows"] if x["op"] == "all-reduce of the gradient shard")["nic_bytes_per_node"])))
+    w("")
+    w("| fsdp | scheme | staleness | between nodes per step (all nodes) | over each node's NIC | seconds | vs the gradient all-reduce |")
+    w("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for x in co["rows"]:
+        w("| %s | %s | %d | %s | %s | %s | %.3f |" % (x["mode"], x["scheme"], x["staleness"], gb(x["inter_bytes_per_step"]),
+                                                      gb(x["nic_bytes_per_node_per_step"]), ms(x["seconds_per_step"]),
+                                                      x["vs_gradient_traffic"]))
+    w("")
+    w("In hybrid the two schemes move the same inter-node bytes (a block has one replica per node); with "
+      "replicas on every GPU (none) flat ships each version %d times across each node boundary and "
+      "hierarchical once. S = 5 divides every figure by 5." % s["gpus_per_node"])
     return "\n".join(out) + "\n"
 
 
@@ -455,6 +522,7 @@ def main():
     p.add_argument("--global-batch", type=int, default=2048, help="instances per step")
     p.add_argument("--micro-batch", type=int, default=4)
     p.add_argument("--max-dim", type=int, default=2048, help="optim.max_preconditioner_dim")
+    p.add_argument("--precondition-frequency", type=int, default=10, help="optim.precondition_frequency (steps)")
     p.add_argument("--peak-tflops", type=float, default=989, help="per GPU, dense bf16")
     p.add_argument("--mfu", type=float, default=0.4)
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of markdown")
