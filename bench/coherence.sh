@@ -11,7 +11,8 @@
 #       inter-node bytes (target: hierarchical <= 1 / ranks_per_node of flat's) and the same bits.
 #   bench/coherence.sh [STEPS] [TAU] [SHORT]
 # ASTERIA_BENCH_REUSE=1 keeps finished runs (a run of its full length in the raw folder), so an
-# interrupted benchmark goes on where it stopped. Raw runs go under runs/bench/coherence/
+# interrupted benchmark goes on where it stopped; ASTERIA_BENCH_ONLY="hybrid-s1 ..." runs only
+# those (the summary covers every run in the raw folder). Raw runs go under runs/bench/coherence/
 # (gitignored); bench/results/coherence/ gets summary.md, summary.json and plots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,9 +28,10 @@ scripts/prepare_data.sh 4096 >/dev/null
 mkdir -p "$OUT" "$RAW"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-(unset)} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE-(unset)} (as found)" >&2
-run() {  # NAME STEPS [SETS...]
+run() {  # NAME STEPS [SETS...]; ASTERIA_BENCH_ONLY="name ..." runs only those
   local name=$1 steps=$2
   shift 2
+  [[ -z ${ASTERIA_BENCH_ONLY:-} || " $ASTERIA_BENCH_ONLY " == *" $name "* ]] || return 0
   if [[ ${ASTERIA_BENCH_REUSE:-0} == 1 && -f $RAW/$name/metrics.jsonl ]] &&
      [[ $(wc -l < "$RAW/$name/metrics.jsonl") -ge $steps ]]; then
     echo "[coherence] $name: kept" >&2
@@ -45,10 +47,11 @@ run() {  # NAME STEPS [SETS...]
     "$BUILD/bin/asteria-train" --config configs/bench-small-soap.yaml "${sets[@]}" > "$RAW/$name.log" 2>&1 ||
     { echo "[coherence] $name FAILED:" >&2; tail -5 "$RAW/$name.log" >&2; return 1; }
 }
-run none-hierarchical "$SHORT" distributed.fsdp=none
-run none-flat "$SHORT" distributed.fsdp=none runtime.coherence.hierarchical=false
+# The targets' runs first (S = 1 against S = 5, hierarchical against flat), then the others.
 run hybrid-s1 "$STEPS" distributed.fsdp=hybrid
 run hybrid-s5 "$STEPS" distributed.fsdp=hybrid runtime.coherence.staleness=5
+run none-hierarchical "$SHORT" distributed.fsdp=none
+run none-flat "$SHORT" distributed.fsdp=none runtime.coherence.hierarchical=false
 run hybrid-s5-tau "$STEPS" distributed.fsdp=hybrid runtime.coherence.staleness=5 runtime.coherence.tolerance="$TAU"
 run hybrid-s2 "$STEPS" distributed.fsdp=hybrid runtime.coherence.staleness=2
 /usr/bin/python3 - "$RAW" "$OUT" "$STEPS" "$TAU" "$SHORT" <<'PY'
@@ -103,7 +106,7 @@ if h and f:
           "| flat | %d | %.1f MB | %.1f MB | |" % (f["steps"], f["bytes_inter"] / 1e6, f["bytes_intra"] / 1e6),
           "", "hierarchical / flat inter-node bytes: %.3f (target <= 1 / ranks_per_node = 0.5)" %
           (h["bytes_inter"] / f["bytes_inter"] if f["bytes_inter"] else float("nan"))]
-L += ["", "Bytes are every rank's sends summed (control messages of 80 B per hop and fp32 payloads); eval loss is "
+L += ["", "Bytes are every rank's sends summed (control messages of 88 B per hop and fp32 payloads); eval loss is "
       "the config's eval set at the last step. The ranks share 2 cores, so no timing is reported."]
 open(os.path.join(out, "summary.md"), "w").write("\n".join(L) + "\n")
 for r in runs.values():

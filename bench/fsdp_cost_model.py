@@ -290,7 +290,7 @@ def model_costs(a):
 
 # ---------------------------------------------------------------------------------------------
 # Coherence (src/runtime/coherence.hpp): where SOAP's state is replicated, each block's owner ships
-# every adopted version (fp32 eigenbases Q_L, Q_R and their permutations, plus an 80 B control
+# every adopted version (fp32 eigenbases Q_L, Q_R and their permutations, plus an 88 B control
 # message per hop) to the block's other replicas.
 
 def soap_blocks(tables, max_dim, precondition_embeddings=True):
@@ -312,7 +312,7 @@ def coherence_costs(a, tables, gradient_nic_bytes_per_node, bw_inter, period):
     node) and none (every GPU a replica), at staleness 1 and 5, every block refreshed once per
     `period` steps (staggered: the same share every step)."""
     nodes, gpn = a.nodes, a.gpus_per_node
-    version = sum(80 + 4 * (r * r + c * c + r + c) for r, c in soap_blocks(tables, a.max_dim))   # all blocks, once
+    version = sum(88 + 4 * (r * r + c * c + r + c) for r, c in soap_blocks(tables, a.max_dim))   # all blocks, once
     rows = []
     for mode, replicas_per_node in (("hybrid", 1), ("none", gpn)):
         for scheme in ("hierarchical", "flat"):
@@ -482,7 +482,7 @@ def markdown(r, a, command):
     w("## Coherence: replicated SOAP state (runtime.coherence)")
     w("")
     w("Where the SOAP state is replicated, each block's owner ships every adopted version: its fp32 "
-      "eigenbases and permutations, %s for all the model's blocks once, plus an 80 B control message "
+      "eigenbases and permutations, %s for all the model's blocks once, plus an 88 B control message "
       "per hop (src/runtime/coherence.hpp). Every block refreshes once per optim.precondition_frequency "
       "= %d steps (staggered, so the same share every step); at staleness S one version in S ships. "
       "hybrid: the replicas of a block are one GPU per node (%d); none (DDP): every GPU (%d), %d per node. "

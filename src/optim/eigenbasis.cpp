@@ -80,11 +80,17 @@ void EigenbasisBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& 
                                       side.carry, ws, sort_);
 }
 
+void EigenbasisBlock::snapshot_installed(RefreshJob& job) const {
+  job.installed_left.assign(QL_.data(), QL_.data() + rows_ * rows_);
+  job.installed_right.assign(QR_.data(), QR_.data() + cols_ * cols_);
+}
+
 double EigenbasisBlock::refresh_change(const RefreshJob& job) const {
+  if (job.installed_left.empty()) return std::numeric_limits<double>::infinity();
   // New column k is old column perm[k]: compare each with the column it came from, up to its
   // sign (a QR step may flip it, which changes nothing the basis does).
   double diff = 0, norm = 0;
-  const auto side = [&](int64_t n, const std::vector<double>& Qn, const std::vector<int>& perm, const float* Q) {
+  const auto side = [&](int64_t n, const std::vector<double>& Qn, const std::vector<int>& perm, const std::vector<float>& Q) {
     for (int64_t k = 0; k < n; ++k) {
       const int64_t from = perm.empty() ? k : perm[k];
       double minus = 0, plus = 0;
@@ -97,8 +103,8 @@ double EigenbasisBlock::refresh_change(const RefreshJob& job) const {
       diff += std::min(minus, plus);
     }
   };
-  side(rows_, job.left_basis, job.left_perm, QL_.data());
-  side(cols_, job.right_basis, job.right_perm, QR_.data());
+  side(rows_, job.left_basis, job.left_perm, job.installed_left);
+  side(cols_, job.right_basis, job.right_perm, job.installed_right);
   return norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
 }
 

@@ -18,6 +18,7 @@ class EigenbasisBlock : public BlockPreconditioner {
   int refresh_parts() const final { return 2 * matfn::kQrRefreshParts; }
   void after_refresh(const float*) final {}
   bool has_direction() const final { return has_direction_; }
+  void snapshot_installed(RefreshJob& job) const final;
   double refresh_change(const RefreshJob& job) const final;
 
   // For tests.

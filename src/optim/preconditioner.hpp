@@ -63,6 +63,10 @@ struct RefreshJob {
   matfn::PartCarry left_carry, right_carry;      // between the parts of a refresh in parts
   bool left_newton_done = false, right_newton_done = false;   // Shampoo, root_method newton
   matfn::Status status = matfn::Status::Ok;
+  // runtime.coherence.tolerance: the roots or bases installed when the job was snapshotted
+  // (snapshot_installed), and the refresh's change from them (refresh_change; -1: not computed).
+  std::vector<float> installed_left, installed_right;
+  double change = -1;
 };
 
 // The side of a job a refresh part works on: parts 0 .. per_side - 1 are the left factor's
@@ -140,11 +144,12 @@ class BlockPreconditioner {
   // Installs a computed refresh, or keeps the previous state when the job failed (counted;
   // throws after more than max_failures consecutive failures).
   void publish(const RefreshJob& job);
-  // How far a computed refresh is from the installed state: the relative Frobenius distance
-  // ||new - installed|| / ||installed|| of the roots (Shampoo) or of the bases, columns matched
-  // by the job's permutations and compared up to sign (SOAP, KL-Shampoo); infinity when nothing
-  // is installed yet.
-  // For runtime.coherence.tolerance.
+  // For runtime.coherence.tolerance: snapshot_installed copies the installed roots (Shampoo) or
+  // bases (SOAP, KL-Shampoo) into the job; refresh_change is then the computed refresh's relative
+  // Frobenius distance from them, ||new - installed|| / ||installed||, bases' columns matched by
+  // the job's permutations and compared up to sign; infinity when nothing was installed. Pure:
+  // it reads only the job.
+  virtual void snapshot_installed(RefreshJob& job) const = 0;
   virtual double refresh_change(const RefreshJob& job) const = 0;
   int consecutive_failures() const { return failures_; }
   int64_t refresh_count() const { return refreshes_; }

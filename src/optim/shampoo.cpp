@@ -57,17 +57,25 @@ void ShampooBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws)
                                              side.root.data(), side.carry, ws);
 }
 
+void ShampooBlock::snapshot_installed(RefreshJob& job) const {
+  job.installed_left.clear();
+  job.installed_right.clear();
+  if (!have_roots_) return;
+  job.installed_left.assign(Linv_.data(), Linv_.data() + rows_ * rows_);
+  job.installed_right.assign(Rinv_.data(), Rinv_.data() + cols_ * cols_);
+}
+
 double ShampooBlock::refresh_change(const RefreshJob& job) const {
-  if (!have_roots_) return std::numeric_limits<double>::infinity();
+  if (job.installed_left.empty()) return std::numeric_limits<double>::infinity();
   double diff = 0, norm = 0;
-  const auto side = [&](int64_t n, const std::vector<double>& root, const float* installed) {
-    for (int64_t i = 0; i < n * n; ++i) {
+  const auto side = [&](const std::vector<double>& root, const std::vector<float>& installed) {
+    for (size_t i = 0; i < installed.size(); ++i) {
       diff += (root[i] - installed[i]) * (root[i] - installed[i]);
       norm += static_cast<double>(installed[i]) * installed[i];
     }
   };
-  side(rows_, job.left_root, Linv_.data());
-  side(cols_, job.right_root, Rinv_.data());
+  side(job.left_root, job.installed_left);
+  side(job.right_root, job.installed_right);
   return norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
 }
 

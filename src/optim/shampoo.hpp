@@ -21,6 +21,7 @@ class ShampooBlock final : public BlockPreconditioner {
   int refresh_parts() const override { return 2 * matfn::kInverseRootEighParts; }
   void after_refresh(const float* G) override;
   bool has_direction() const override { return true; }
+  void snapshot_installed(RefreshJob& job) const override;
   double refresh_change(const RefreshJob& job) const override;
 
  private:

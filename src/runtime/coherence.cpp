@@ -54,6 +54,7 @@ size_t Coherence::payload_bytes(const std::string& algorithm, int64_t rows, int6
 
 void Coherence::pack(const RefreshJob& job, Control& c) {
   c.status = static_cast<int64_t>(job.status);
+  c.change = job.change;
   c.rows = job.rows;
   c.cols = job.cols;
   size_t total = 0, k = 0;
@@ -68,6 +69,7 @@ void Coherence::pack(const RefreshJob& job, Control& c) {
 
 void Coherence::unpack(const Control& c, RefreshJob& job) const {
   job.status = static_cast<matfn::Status>(c.status);
+  job.change = c.change;
   job.rows = c.rows;
   job.cols = c.cols;
   const float* in = payload_.data();
@@ -114,12 +116,12 @@ void Coherence::relay(const std::vector<VersionHop>& hops, Control& c, int tag, 
   for (Request& r : sent) replicas_.wait(r);
 }
 
-bool Coherence::sync(int layer, int block, int64_t from_step, RefreshJob& job, const BlockPreconditioner& pc) {
+bool Coherence::sync(int layer, int block, int64_t from_step, RefreshJob& job) {
   const int b = index(layer, block), owner = owners_[b];
   Control c;
   if (owner == replicas_.rank()) {
-    const double distance = registry_.rule().tolerance > 0 ? pc.refresh_change(job) : 0.0;
-    c.ship = registry_.decide(b, distance) ? 1 : 0;
+    ASTERIA_ASSERT(registry_.rule().tolerance == 0 || job.change >= 0, "version of ", names_[b], " without its change");
+    c.ship = registry_.decide(b, job.change) ? 1 : 0;
     pack(job, c);
   }
   // Tags: one per block (MPI keeps the order of messages between two ranks with one tag).
@@ -134,6 +136,7 @@ void Coherence::send_to(int layer, int block, int to, RefreshJob& job) {
   if (owner == to || (me != owner && me != to)) return;
   Control c;
   const std::string label = "open refresh of " + names_[b] + " for the checkpoint";
+  const CoherenceTraffic protocol = traffic_;   // a checkpoint's hand-off is not the protocol's traffic
   if (me == owner) {
     c.ship = 1;
     pack(job, c);
@@ -142,6 +145,7 @@ void Coherence::send_to(int layer, int block, int to, RefreshJob& job) {
     relay({{owner, to, node_of_[owner] != node_of_[to]}}, c, 1 + b % 30000, label);
     unpack(c, job);
   }
+  traffic_ = protocol;
 }
 
 CoherenceTraffic Coherence::take_traffic() {

@@ -4,9 +4,10 @@
 // one owner among its replicas (assign_owners: balanced by refresh cost), and only the owner
 // computes its refreshes (the shadow pipeline skips the others). At a refresh's publish step,
 // at the block's refresh point on every replica (all in the same block order):
-//   the owner decides by the registry's rule (coherence_registry.hpp; the distance to the
-//   installed roots or bases when runtime.coherence.tolerance is on) and sends a control message
-//   (the decision, the job's status and sizes) along the version's hops (coherence_routes.hpp),
+//   the owner decides by the registry's rule (coherence_registry.hpp; with
+//   runtime.coherence.tolerance on, by the job's change from the roots or bases installed when it
+//   was snapshotted, RefreshJob::change) and sends a control message (the decision, the job's
+//   status, change and sizes) along the version's hops (coherence_routes.hpp),
 //   followed by the payload when it ships: the refreshed bases, roots and permutations in fp32,
 //   which is exactly what the install keeps (it rounds the job's fp64 to fp32), so every
 //   replica installs the same bits the owner does;
@@ -15,8 +16,9 @@
 // Decisions depend only on the config and computed values, so runs are reproducible, and the
 // registry goes into checkpoints.
 //
-// The transfers run on the calling (compute) lane: no step's comm-lane op is in flight during
-// the optimizer's ops (MPI is MPI_THREAD_SERIALIZED).
+// The shadow pipeline runs the syncs of a step's publishes as coherence_sync ops on the comm lane
+// (after clip_grads, whose all-reduce is the compute lane's last MPI call of the step; MPI is
+// MPI_THREAD_SERIALIZED), and those of a warm-up refresh (published at once) at its refresh point.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,9 +54,10 @@ class Coherence {
   int index(int layer, int block) const { return first_[layer] + block; }
 
   // The version of (layer, block) computed from the factors of step `from_step`: on the owner
-  // `job` holds it (computed) and `pc` its installed state; on the others `job` receives it when
-  // shipped. Every replica calls it at the same point. Returns whether to install it.
-  bool sync(int layer, int block, int64_t from_step, RefreshJob& job, const BlockPreconditioner& pc);
+  // `job` holds it (computed, with its change when the tolerance is on); on the others `job`
+  // receives it when shipped. Every replica calls it in the same order. Returns whether to
+  // install it.
+  bool sync(int layer, int block, int64_t from_step, RefreshJob& job);
   // Between steps (a checkpoint): the owner's computed refresh to replica `to`, which receives
   // it into `job` (other ranks do nothing).
   void send_to(int layer, int block, int to, RefreshJob& job);
@@ -64,11 +67,12 @@ class Coherence {
   // Bytes of a version's payload (fp32 bases, roots and permutations) for a block of this size
   // and algorithm; the control message is kControlBytes.
   static size_t payload_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
-  static constexpr size_t kControlBytes = 10 * sizeof(int64_t);
+  static constexpr size_t kControlBytes = 11 * sizeof(int64_t);
 
  private:
   struct Control {
     int64_t ship = 0, status = 0, rows = 0, cols = 0;
+    double change = -1;
     int64_t sizes[6] = {};   // left/right basis, left/right root, left/right perm
   };
   static_assert(sizeof(Control) == kControlBytes);

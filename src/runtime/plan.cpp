@@ -35,6 +35,7 @@ const char* to_string(OpKind k) {
     case OpKind::ReduceScatter: return "reduce_scatter";
     case OpKind::AllReduce: return "all_reduce";
     case OpKind::Release: return "release";
+    case OpKind::CoherenceSync: return "coherence_sync";
   }
   return "?";
 }

@@ -37,8 +37,10 @@ enum class OpKind : uint8_t {
   ReduceScatter, // fsdp (comm lane): the owners' shards of a layer's gradient, summed
   AllReduce,     // fsdp none (comm lane): a layer's whole gradient summed over the replicas
   Release,       // fsdp (compute lane): a gathered layer's buffer given back after its use
+  CoherenceSync, // coherence (comm lane): the versions of a layer's blocks publishing now, from
+                 //   their owners to the other replicas
 };
-constexpr int kNumOpKinds = 19;
+constexpr int kNumOpKinds = 20;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);

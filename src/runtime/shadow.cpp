@@ -14,7 +14,8 @@ namespace asteria {
 
 ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s,
                                Coherence* coherence)
-    : opt_(opt), pool_(pool), coherence_(coherence), delay_(delay), worker_delay_s_(worker_delay_s) {
+    : opt_(opt), pool_(pool), coherence_(coherence),
+      track_change_(coherence && coherence->registry().rule().tolerance > 0), delay_(delay), worker_delay_s_(worker_delay_s) {
   ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
   std::vector<std::vector<MatrixBlock>> blocks;
   std::vector<int> counts;
@@ -33,7 +34,7 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, Shad
                        "refresh_part_costs disagrees with ", blocks[l][b].name, "'s refresh parts");
     placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), costs, delay, threads);
   }
-  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get());
+  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get(), coherence != nullptr);
   opt_.set_refresh_policy(this);
 }
 
@@ -73,6 +74,8 @@ void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int work
   if (worker_delay_s_ > 0) std::this_thread::sleep_for(std::chrono::duration<double>(worker_delay_s_));
   // Pure: reads only the job, so the result does not depend on the worker or its timing.
   for (int part = begin; part < end; ++part) pc.compute_refresh_part(slot->job, part, *worker_ws_[worker]);
+  // The owner's measure for the tolerance rule, from the job alone (pure, like the refresh).
+  if (track_change_ && end == pc.refresh_parts()) slot->job.change = pc.refresh_change(slot->job);
   {
     std::lock_guard<std::mutex> lock(mu_);
     slot->parts_done = end;
@@ -124,9 +127,14 @@ void ShadowPipeline::publish_slot(int layer, int block, BlockPreconditioner& pc,
     ++published_;
     return;
   }
-  // Replicated: the owner's version (Ready here) goes to the others; all install it if shipped.
-  if (coherence_->owns(layer, block)) wait_ready(slot);
-  if (coherence_->sync(layer, block, slot->opened, slot->job, pc)) {
+  // Replicated: the owner's version went to the others in this step's coherence_sync (a warm-up
+  // refresh's goes now); all install it if shipped.
+  if (!slot->synced) {
+    if (coherence_->owns(layer, block)) wait_ready(slot);
+    slot->ship = coherence_->sync(layer, block, slot->opened, slot->job);
+    slot->synced = true;
+  }
+  if (slot->ship) {
     pc.publish(slot->job);
     ++published_;
   }
@@ -158,12 +166,14 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     slot = acquire(q);
     slot->opened = step;
     slot->publish_step = step + delay_.at(step);
+    slot->synced = slot->ship = false;
     slot->state = remote ? SlotState::Remote : SlotState::AwaitingSnapshot;
     slot->parts_done = 0;
   }
   if (delay_.at(step) == 0) {  // the native schedule, computed on a worker or this thread
     if (!remote) {
       pc.snapshot(slot->job);
+      if (track_change_) pc.snapshot_installed(slot->job);
       {
         std::lock_guard<std::mutex> lock(mu_);
         slot->state = SlotState::Snapshotted;
@@ -185,8 +195,8 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
 }
 
 ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
-                             const RootJobPlacement* placement)
-    : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay), placement_(placement) {}
+                             const RootJobPlacement* placement, bool coherent)
+    : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay), placement_(placement), coherent_(coherent) {}
 
 void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
   const int64_t step = b.shape().step;
@@ -201,6 +211,18 @@ void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
   op.layer = layer;
   op.tag = step;
   op.reads = {{StateKind::Snapshot, layer}};
+  if (coherent_) {
+    // After clip_grads: its all-reduce is the compute lane's last MPI call before the optimizer.
+    Op sync;
+    sync.kind = OpKind::CoherenceSync;
+    sync.lane = Lane::Comm;
+    sync.layer = layer;
+    sync.tag = step;
+    sync.deps = {b.find(OpKind::ClipGrads)};
+    sync.reads = {{StateKind::Snapshot, layer}};
+    sync.writes = {{StateKind::Snapshot, layer}};
+    op.deps = {b.add(std::move(sync))};
+  }
   b.add(std::move(op));
 }
 
@@ -284,11 +306,23 @@ void ShadowPipeline::bind(Executor& ex) {
       SlotPtr slot = find_slot(op.layer, bi, op.tag);
       if (!slot || slot->state != SlotState::AwaitingSnapshot) continue;
       opt_.preconditioner(op.layer, bi).snapshot(slot->job);
+      if (track_change_) opt_.preconditioner(op.layer, bi).snapshot_installed(slot->job);
       std::lock_guard<std::mutex> lock(mu_);
       slot->state = SlotState::Snapshotted;
     }
   });
   ex.bind(OpKind::RootJobBatch, [this](const Op& op) { run_batch(op.tag); });
+  // Comm lane: the versions of the layer's blocks publishing at this step, in block order (the
+  // same on every replica); the owner's wait for its job is shadow stall.
+  ex.bind(OpKind::CoherenceSync, [this](const Op& op) {
+    for (int bi = 0; bi < static_cast<int>(queues_[op.layer].size()); ++bi) {
+      SlotPtr slot = find_slot(op.layer, bi, op.tag);
+      if (!slot) continue;
+      if (coherence_->owns(op.layer, bi)) wait_ready(slot);
+      slot->ship = coherence_->sync(op.layer, bi, slot->opened, slot->job);
+      slot->synced = true;
+    }
+  });
   ex.bind_host(OpKind::RootJob, [this](const Op& op, int worker) {
     SlotPtr slot = find_slot(op.layer, op.block, op.tag);
     if (!slot || slot->state != SlotState::Snapshotted) return;  // the block's schedule moved at run time
@@ -374,6 +408,7 @@ void ShadowPipeline::restore_open_refreshes(const std::vector<OpenRefresh>& open
     s->publish_step = r.publish_step;
     s->opened = r.publish_step - delay_.delay;   // open across a step boundary: not a warm-up one (D = 0)
     s->job = r.job;
+    s->synced = s->ship = false;
     s->parts_done = opt_.preconditioner(r.layer, r.block).refresh_parts();
     s->state = SlotState::Ready;
     q.slots.push_back(s);

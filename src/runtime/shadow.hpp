@@ -17,9 +17,11 @@
 // The refresh schedule is a pure function of the step (optim/refresh_schedule.hpp), so the ops
 // of any step are known when its plan is built (ShadowPlanOps, also used by --print-plan).
 //
-// Replicated state (coherence.hpp): only a block's owner snapshots and computes its refreshes;
-// at the publish step every replica, at the block's refresh point, takes part in the version's
-// sync and installs it when it is shipped (dropped versions are computed and never installed).
+// Replicated state (coherence.hpp): only a block's owner snapshots and computes its refreshes.
+// At the publish step a coherence_sync(layer) op on the comm lane (after clip_grads, before the
+// layer's publish_wait) ships the owners' versions of the blocks publishing then; every replica
+// installs a shipped version at the block's refresh point of that step (dropped versions are
+// computed and never installed). A warm-up refresh (published at once) syncs at its refresh point.
 //
 // Warm-up: refreshes opened at steps t <= runtime.shadow.sync_steps publish at once (D = 0 for
 // them; shadow_delay.hpp). Without host workers (runtime.shadow.lane compute, or auto on a
@@ -53,8 +55,9 @@ class ShadowPlanOps final : public PlanContributor {
  public:
   // blocks_per_layer[l]: number of preconditioned blocks of layer l; placement: null for host
   // workers.
+  // coherent: the blocks are replicated (coherence_sync ops).
   ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
-                const RootJobPlacement* placement = nullptr);
+                const RootJobPlacement* placement = nullptr, bool coherent = false);
   void optimizer(PlanBuilder& b, int layer) override;
   void after_optimizer(PlanBuilder& b, int layer) override;
   void step_end(PlanBuilder& b) override;
@@ -66,6 +69,7 @@ class ShadowPlanOps final : public PlanContributor {
   std::vector<int> blocks_;
   ShadowDelay delay_;
   const RootJobPlacement* placement_;
+  bool coherent_;
   mutable std::vector<PlacedTask> tasks_;
 };
 
@@ -123,6 +127,8 @@ class ShadowPipeline final : public RefreshPolicy {
   struct Slot {
     int64_t opened = 0;          // the step whose factors it is computed from
     int64_t publish_step = 0;
+    bool synced = false;         // coherence: its coherence_sync ran (ship: the decision)
+    bool ship = false;
     SlotState state = SlotState::AwaitingSnapshot;
     int parts_done = 0;   // Snapshotted with parts_done > 0: computed in part (compute lane)
     RefreshJob job;
@@ -150,6 +156,7 @@ class ShadowPipeline final : public RefreshPolicy {
   SecondOrderOptimizer& opt_;
   WorkerPool* pool_;
   Coherence* coherence_;
+  bool track_change_;   // coherence with a tolerance: the owner computes each job's change
   ShadowDelay delay_;
   std::unique_ptr<RootJobPlacement> placement_;   // compute lane only
   std::vector<PlacedTask> batch_;

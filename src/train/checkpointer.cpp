@@ -206,6 +206,7 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
       v[key + "right_basis"] = r.job.right_basis;
       v[key + "left_perm"] = as_doubles(r.job.left_perm);
       v[key + "right_perm"] = as_doubles(r.job.right_perm);
+      if (r.job.change >= 0) v[key + "change"] = {r.job.change};   // runtime.coherence.tolerance
     }
     // The coherence registry, per block by its whole-layer index as above: adopted and newest
     // version, and the step the adopted one was computed from.
@@ -459,6 +460,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
       r.job.right_basis = value(key + "right_basis", 0);
       from_doubles(value(key + "left_perm", 0), r.job.left_perm);
       from_doubles(value(key + "right_perm", 0), r.job.right_perm);
+      if (image_.values.count(key + "change")) r.job.change = value(key + "change", 1)[0];
       open.push_back(std::move(r));
     }
   } else if (std::any_of(image_.values.begin(), image_.values.end(),

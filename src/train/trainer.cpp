@@ -539,6 +539,7 @@ struct Trainer::Impl {
         rec["coherence_bytes_inter"] = shared[kCohInter];
         rec["coherence_shipped_blocks"] = shared[kCohShipped];
         rec["coherence_skipped_versions"] = shared[kCohSkipped];
+        rec["coherence_s"] = executor->seconds(OpKind::CoherenceSync);   // rank 0's comm lane in the syncs
         // Rank 0's replica group's blocks.
         const Staleness st = coherence->registry().staleness(step);
         rec["staleness_max"] = {{"versions", st.max_versions}, {"steps", st.max_steps}};
@@ -703,7 +704,9 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
       if (!workers && delay.delay > 0)
         placement = std::make_unique<RootJobPlacement>(*schedule, refresh_part_costs(cfg.optim.name, blocks), delay,
                                                        compute_threads(cfg));
-      shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, delay, placement.get());
+      // A planned launch with replicated state: the coherence_sync ops too.
+      const bool coherent = world && plan_coherence(cfg, *world).active;
+      shadow_ops = std::make_unique<ShadowPlanOps>(*schedule, counts, delay, placement.get(), coherent);
       builder.add_contributor(shadow_ops.get());
     }
   }

@@ -100,12 +100,12 @@ check(close(co[("hybrid", "hierarchical", 1)], v * 15 / 10), "hybrid hierarchica
 check(close(co[("hybrid", "flat", 1)], co[("hybrid", "hierarchical", 1)]), "hybrid: flat = hierarchical")
 check(close(co[("none", "flat", 1)], 4 * co[("none", "hierarchical", 1)]), "none: flat = 4 x hierarchical")
 check(close(co[("none", "hierarchical", 5)] * 5, co[("none", "hierarchical", 1)]), "staleness 5 ships a fifth")
-# The versions by hand, each block 80 + 4 (r^2 + c^2 + r + c) bytes: a block layer has att_qkv 6 x 2
+# The versions by hand, each block 88 + 4 (r^2 + c^2 + r + c) bytes: a block layer has att_qkv 6 x 2
 # blocks of 2048 x 2048, att_out 2 x 2, mlp_up 11 x 2 (5 of 2002 rows, 6 of 2001) x 2048 cols,
 # mlp_down 2 x 6 (4 of 1835 cols, 2 of 1834); wte and lm_head 25 x 2 each (4 of 2013 rows, 21 of
 # 2012) x 2048 cols.
 def blk(r, c):
-    return 80 + 4 * (r * r + c * c + r + c)
+    return 88 + 4 * (r * r + c * c + r + c)
 layer = 12 * blk(2048, 2048) + 4 * blk(2048, 2048) + 2 * (5 * blk(2002, 2048) + 6 * blk(2001, 2048)) \
     + 2 * (4 * blk(2048, 1835) + 2 * blk(2048, 1834))
 embed = 2 * (4 * blk(2013, 2048) + 21 * blk(2012, 2048))

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "fsdp/mpi_communicator.hpp"
-#include "optim/preconditioner.hpp"
 #include "runtime/coherence.hpp"
 
 using namespace asteria;
@@ -45,8 +44,6 @@ TEST(MpiCoherence, EveryReplicaGetsTheOwnersVersionAndTheBytesAreTheHops) {
   if (W < 2) GTEST_SKIP() << "needs 2 or more ranks";
   const int node = me / 2, nodes = (W + 1) / 2;
   const std::vector<std::vector<MatrixBlock>> blocks = {{block(0, 3, 2, "a"), block(0, 4, 4, "b")}, {block(1, 2, 5, "c")}};
-  const PreconditionerParams params;
-  auto pc = make_preconditioner("soap", "x", 8, 8, params);
   for (bool hierarchical : {false, true})
     for (int staleness : {1, 2}) {
       SCOPED_TRACE(std::string(hierarchical ? "hierarchical" : "flat") + ", S = " + std::to_string(staleness));
@@ -58,7 +55,7 @@ TEST(MpiCoherence, EveryReplicaGetsTheOwnersVersionAndTheBytesAreTheHops) {
             const MatrixBlock& mb = blocks[l][b];
             const RefreshJob truth = version_of(mb.rows, mb.cols, 10 * l + b + round);
             RefreshJob job = coh.owns(l, b) ? truth : RefreshJob{};
-            const bool ship = coh.sync(l, b, 5 * round, job, *pc);
+            const bool ship = coh.sync(l, b, 5 * round, job);
             EXPECT_EQ(ship, round % staleness == 0);   // S = 2: the second version only
             if (ship) {
               ASSERT_EQ(job.left_basis.size(), truth.left_basis.size());

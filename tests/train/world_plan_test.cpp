@@ -348,3 +348,36 @@ TEST(WorldPlan, CoherenceOwnersAndBytesPerRefreshPeriod) {
   cfg.distributed.fsdp = "full";
   EXPECT_FALSE(plan_coherence(cfg, plan_world(cfg)).active);
 }
+
+TEST(WorldPlan, ReplicatedAsteriaPlanSyncsVersionsOnTheCommLaneBeforePublishing) {
+  // A step that publishes refreshes (tiny-soap refreshes at 1, 11, ...; delay 2): every publish_wait
+  // waits for its layer's coherence_sync, which runs on the comm lane after clip_grads.
+  const Config cfg = load_config(kConfigs + "/tiny-soap.yaml",
+                                 {"distributed.world_size=2", "distributed.fsdp=none", "runtime.mode=asteria",
+                                  "runtime.shadow.delay=2", "runtime.shadow.sync_steps=0", "optim.precondition_frequency=10"});
+  const std::string text = describe_step_plan(cfg, 13);
+  int clip = -1, syncs = 0, waits = 0;
+  std::map<std::string, int> sync_of;
+  for (const PlanLine& op : plan_lines(text)) {
+    if (op.kind == "clip_grads") clip = op.id;
+    if (op.kind == "coherence_sync") {
+      EXPECT_EQ(op.lane, "comm") << text;
+      EXPECT_TRUE(has(op.rest, "after=" + std::to_string(clip))) << op.rest;
+      sync_of[op.layer] = op.id;
+      ++syncs;
+    }
+    if (op.kind == "publish_wait") {
+      ASSERT_TRUE(sync_of.count(op.layer)) << text;
+      EXPECT_TRUE(has(op.rest, "after=" + std::to_string(sync_of[op.layer]))) << op.rest;
+      ++waits;
+    }
+  }
+  EXPECT_GT(syncs, 0) << text;
+  EXPECT_EQ(syncs, waits);
+  // Without replicas no coherence_sync.
+  EXPECT_FALSE(has(describe_step_plan(load_config(kConfigs + "/tiny-soap.yaml",
+                                                  {"runtime.mode=asteria", "runtime.shadow.delay=2",
+                                                   "runtime.shadow.sync_steps=0", "optim.precondition_frequency=10"}),
+                                      13),
+                   "coherence_sync"));
+}
