@@ -48,6 +48,18 @@ void ShardingPlanOps::forward(PlanBuilder& b, int layer, int micro) {
   if (layer + prefetch(b) < b.shape().num_layers) add_gather(b, layer + prefetch(b), micro);
 }
 
+void ShardingPlanOps::add_reduction(PlanBuilder& b, OpKind kind, int layer, int micro, int after) {
+  Op op;
+  op.kind = kind;
+  op.lane = Lane::Comm;
+  op.layer = layer;
+  op.micro = micro;
+  op.deps = {after};
+  op.reads = {{StateKind::Grads, layer}};
+  op.writes = {{StateKind::Grads, layer}};
+  b.add(std::move(op));
+}
+
 void ShardingPlanOps::backward(PlanBuilder& b, int layer, int micro) {
   const int L = b.shape().num_layers;
   const int bwd = b.find(OpKind::Backward, layer, micro);
@@ -55,27 +67,11 @@ void ShardingPlanOps::backward(PlanBuilder& b, int layer, int micro) {
     // The gather first in the comm lane's order: it needs no more than a free buffer, so it
     // runs while backward(l) computes.
     if (gathered_for_backward(layer - prefetch(b), L, prefetch_)) add_gather(b, layer - prefetch(b), micro);
-    Op op;
-    op.kind = OpKind::ReduceScatter;
-    op.lane = Lane::Comm;
-    op.layer = layer;
-    op.micro = micro;
-    op.deps = {bwd};
-    op.reads = {{StateKind::Grads, layer}};
-    op.writes = {{StateKind::Grads, layer}};
-    b.add(std::move(op));
+    add_reduction(b, OpKind::ReduceScatter, layer, micro, bwd);
     if (layer >= 1) add_release(b, layer, micro, bwd);
     if (tied_ && layer == L - 1) add_release(b, 0, micro, bwd);
   } else if (reduces_ && micro == b.shape().micro_batches - 1) {
-    Op op;
-    op.kind = OpKind::AllReduce;
-    op.lane = Lane::Comm;
-    op.layer = layer;
-    op.micro = micro;
-    op.deps = {bwd};
-    op.reads = {{StateKind::Grads, layer}};
-    op.writes = {{StateKind::Grads, layer}};
-    b.add(std::move(op));
+    add_reduction(b, OpKind::AllReduce, layer, micro, bwd);
   }
 }
 

@@ -44,6 +44,7 @@ class ShardingPlanOps final : public PlanContributor {
   int prefetch(const PlanBuilder& b) const;
   void add_gather(PlanBuilder& b, int layer, int micro);
   void add_release(PlanBuilder& b, int layer, int micro, int after);
+  void add_reduction(PlanBuilder& b, OpKind kind, int layer, int micro, int after);
   bool sharded_, reduces_;
   int prefetch_;
   bool tied_;
