@@ -190,8 +190,7 @@ struct Trainer::Impl {
         model->bind_params(l, whole);
         model->init_layer(l, cfg.seed);
         std::copy(whole + sharding->offset(l), whole + sharding->offset(l) + sharding->count(l), sharding->shard_params(l));
-        model->bind_params(l, nullptr);
-        param_slots->release(l);
+        release_params(l);
       }
     } else {
       model = std::make_unique<Model<float>>(cfg.model, B);
@@ -320,11 +319,7 @@ struct Trainer::Impl {
       }
       model->backward(op.layer, grad_scale);
     });
-    executor->bind(OpKind::Gather, [this](const Op& op) {
-      float* whole = param_slots->acquire(op.layer, model->layer_name(op.layer));
-      sharding->gather(op.layer, whole, "gather of " + model->layer_name(op.layer));
-      model->bind_params(op.layer, whole);
-    });
+    executor->bind(OpKind::Gather, [this](const Op& op) { gather_params(op.layer, ""); });
     executor->bind(OpKind::Release, [this](const Op& op) { release_params(op.layer); });
     const int micros = cfg.train.grad_accum;
     // Sharded: the group's sum of this rank's part of the micro-batch's gradient, into its shard;
@@ -376,6 +371,13 @@ struct Trainer::Impl {
   // The gradient this rank steps layer l with: its shard (sharded) or the whole gradient.
   const float* own_grads(int layer) { return sharding->sharded() ? sharding->shard_grads(layer) : model->grads(layer); }
 
+  // Sharded: layer l's whole parameters from the shards into a buffer of the pool, bound to the model.
+  void gather_params(int layer, const char* why) {
+    float* whole = param_slots->acquire(layer, model->layer_name(layer));
+    sharding->gather(layer, whole, "gather of " + model->layer_name(layer) + why);
+    model->bind_params(layer, whole);
+  }
+
   void release_params(int layer) {
     model->bind_params(layer, nullptr);
     param_slots->release(layer);
@@ -398,11 +400,7 @@ struct Trainer::Impl {
       for (int l = 0; l < L; ++l) {
         // Sharded: each layer gathered for its forward (no step is running: the compute lane
         // calls the communicator), the embedding kept until the tied head has read it.
-        if (sharded) {
-          float* whole = param_slots->acquire(l, model->layer_name(l));
-          sharding->gather(l, whole, "gather of " + model->layer_name(l) + " for eval");
-          model->bind_params(l, whole);
-        }
+        if (sharded) gather_params(l, " for eval");
         model->forward(l);
         if (sharded && !(tied && l == 0)) release_params(l);
       }
