@@ -13,7 +13,8 @@
 # ASTERIA_BENCH_REUSE=1 keeps finished runs (a run of its full length in the raw folder), so an
 # interrupted benchmark goes on where it stopped; ASTERIA_BENCH_ONLY="hybrid-s1 ..." runs only
 # those (the summary covers every run in the raw folder). Raw runs go under runs/bench/coherence/
-# (gitignored); bench/results/coherence/ gets summary.md, summary.json and plots.
+# (gitignored); bench/results/coherence/ gets summary.md, summary.json and the plots
+# (bench/plot_coherence.py: eval loss and cumulative inter-node bytes against step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-400}
@@ -114,3 +115,4 @@ for r in runs.values():
 json.dump({"steps": steps, "tau": tau, "runs": runs}, open(os.path.join(out, "summary.json"), "w"), indent=2)
 print("\n".join(L))
 PY
+/usr/bin/python3 bench/plot_coherence.py "$RAW" "$OUT"   # eval_loss.png, inter_bytes.png
