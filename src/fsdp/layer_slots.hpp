@@ -31,7 +31,6 @@ class LayerSlots {
   // The buffer layer `layer` holds, or null.
   float* held_by(int layer) const;
 
-  int slots() const { return static_cast<int>(holder_.size()); }
   size_t bytes() const { return memory_.size() * sizeof(float); }
   // The most buffers held at once since the last call (for reports).
   int take_peak_held();

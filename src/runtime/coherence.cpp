@@ -23,7 +23,7 @@ auto perms(Job& job) {
 
 Coherence::Coherence(CoherenceRule rule, bool hierarchical, Communicator& replicas, int node,
                      const std::vector<std::vector<MatrixBlock>>& blocks)
-    : replicas_(replicas), hierarchical_(hierarchical), registry_(rule, [&] {
+    : replicas_(replicas), registry_(rule, [&] {
         int n = 0;
         for (const auto& l : blocks) n += static_cast<int>(l.size());
         return n;

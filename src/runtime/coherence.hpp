@@ -43,12 +43,9 @@ class Coherence {
   Coherence(CoherenceRule rule, bool hierarchical, Communicator& replicas, int node,
             const std::vector<std::vector<MatrixBlock>>& blocks);
 
-  int replicas() const { return replicas_.size(); }
   int replica_rank() const { return replicas_.rank(); }
   int owner(int layer, int block) const { return owners_[index(layer, block)]; }
   bool owns(int layer, int block) const { return owner(layer, block) == replicas_.rank(); }
-  const std::vector<int>& node_of() const { return node_of_; }
-  bool hierarchical() const { return hierarchical_; }
   CoherenceRegistry& registry() { return registry_; }
   const CoherenceRegistry& registry() const { return registry_; }
   int index(int layer, int block) const { return first_[layer] + block; }
@@ -82,7 +79,6 @@ class Coherence {
   void relay(const std::vector<VersionHop>& hops, Control& c, int tag, const std::string& label);
 
   Communicator& replicas_;
-  bool hierarchical_;
   std::vector<int> node_of_;
   std::vector<int> first_;               // per layer: its first block's index
   std::vector<int> owners_;              // per block
