@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/error.hpp"
 #include "optim/block_math.hpp"
 
 namespace asteria {
@@ -71,6 +72,8 @@ void EigenbasisBlock::snapshot(RefreshJob& job) const {
   to_double(n * n, R_.data(), job.right.data());
   to_double(m * m, QL_.data(), job.left_basis.data());
   to_double(n * n, QR_.data(), job.right_basis.data());
+  job.base_left_perm.clear();
+  job.base_right_perm.clear();
 }
 
 void EigenbasisBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const {
@@ -78,6 +81,35 @@ void EigenbasisBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& 
   const RefreshSide side = refresh_side(job, part, matfn::kQrRefreshParts);
   job.status = matfn::qr_refresh_part(side.stage, p_.refresh_dtype, side.n, side.factor, side.basis.data(), side.perm,
                                       side.carry, ws, sort_);
+  // The side done: its columns permute the input basis, which continue_from may have permuted
+  // from the installed one. New column k = input column perm[k] = installed column base[perm[k]].
+  const std::vector<int>& base = part < matfn::kQrRefreshParts ? job.base_left_perm : job.base_right_perm;
+  if (job.status == matfn::Status::Ok && side.stage == matfn::kQrRefreshParts - 1 && !base.empty())
+    for (int& from : side.perm) from = base[from];
+}
+
+bool EigenbasisBlock::keep_dropped(const RefreshJob& job, RefreshJob& kept) const {
+  const auto rounded = [](const std::vector<double>& from, std::vector<double>& to) {
+    to.resize(from.size());
+    for (size_t i = 0; i < from.size(); ++i) to[i] = static_cast<float>(from[i]);
+  };
+  kept.rows = job.rows;
+  kept.cols = job.cols;
+  rounded(job.left_basis, kept.left_basis);
+  rounded(job.right_basis, kept.right_basis);
+  kept.left_perm = job.left_perm;
+  kept.right_perm = job.right_perm;
+  return true;
+}
+
+void EigenbasisBlock::continue_from(const RefreshJob& kept, RefreshJob& job) const {
+  ASTERIA_ASSERT(kept.rows == rows_ && kept.cols == cols_ && kept.left_basis.size() == job.left_basis.size() &&
+                     kept.right_basis.size() == job.right_basis.size(),
+                 "a kept version of ", name_, " has the wrong shape");
+  job.left_basis = kept.left_basis;
+  job.right_basis = kept.right_basis;
+  job.base_left_perm = kept.left_perm;
+  job.base_right_perm = kept.right_perm;
 }
 
 void EigenbasisBlock::snapshot_installed(RefreshJob& job) const {

@@ -20,6 +20,8 @@ class EigenbasisBlock : public BlockPreconditioner {
   bool has_direction() const final { return has_direction_; }
   void snapshot_installed(RefreshJob& job) const final;
   double refresh_change(const RefreshJob& job) const final;
+  bool keep_dropped(const RefreshJob& job, RefreshJob& kept) const final;
+  void continue_from(const RefreshJob& kept, RefreshJob& job) const final;
 
   // For tests.
   const float* left_basis() const { return QL_.data(); }

@@ -60,6 +60,9 @@ struct RefreshJob {
   std::vector<double> left_basis, right_basis;   // bases: inputs, refreshed in place (SOAP, KL)
   std::vector<double> left_root, right_root;     // inverse roots (Shampoo outputs)
   std::vector<int> left_perm, right_perm;        // SOAP: new column k = old column perm[k]
+  // continue_from: the input bases' permutation of the installed ones (empty: identity); a
+  // refresh composes its perms with it, so that they always permute the installed columns.
+  std::vector<int> base_left_perm, base_right_perm;
   matfn::PartCarry left_carry, right_carry;      // between the parts of a refresh in parts
   bool left_newton_done = false, right_newton_done = false;   // Shampoo, root_method newton
   matfn::Status status = matfn::Status::Ok;
@@ -151,6 +154,16 @@ class BlockPreconditioner {
   // it reads only the job.
   virtual void snapshot_installed(RefreshJob& job) const = 0;
   virtual double refresh_change(const RefreshJob& job) const = 0;
+  // Coherence with staleness > 1 (runtime/coherence.hpp): a block's owner computes versions that
+  // are dropped, never installed; the next refresh continues from the newest of them, not from
+  // the installed state, so that every refresh carries the basis forward as a replicated run
+  // without staleness would. keep_dropped copies what that needs from a computed job into `kept`
+  // (the bases rounded to fp32 as an install rounds them, so that the chain is exactly the one a
+  // run installing every version walks, and their permutations of the installed bases); false
+  // when the algorithm's refresh does not build on the previous one (Shampoo's roots come from
+  // the factors alone). continue_from puts `kept` into a just-snapshotted job.
+  virtual bool keep_dropped(const RefreshJob&, RefreshJob&) const { return false; }
+  virtual void continue_from(const RefreshJob&, RefreshJob&) const {}
   int consecutive_failures() const { return failures_; }
   int64_t refresh_count() const { return refreshes_; }
   // Everything of the block's state that is not a state tensor (failure and refresh counts, the

@@ -135,7 +135,7 @@ void Coherence::send_to(int layer, int block, int to, RefreshJob& job) {
   const int b = index(layer, block), owner = owners_[b], me = replicas_.rank();
   if (owner == to || (me != owner && me != to)) return;
   Control c;
-  const std::string label = "open refresh of " + names_[b] + " for the checkpoint";
+  const std::string label = "refresh state of " + names_[b] + " for the checkpoint";
   const CoherenceTraffic protocol = traffic_;   // a checkpoint's hand-off is not the protocol's traffic
   if (me == owner) {
     c.ship = 1;

@@ -23,6 +23,7 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, Shad
     blocks.push_back(opt.blocks(l));
     counts.push_back(static_cast<int>(blocks.back().size()));
     queues_.emplace_back(blocks.back().size());
+    kept_.emplace_back(blocks.back().size());
   }
   const int threads = pool ? pool->size() : omp_get_max_threads();
   for (int w = 0; w < threads; ++w) worker_ws_.push_back(std::make_unique<matfn::Workspace>());
@@ -131,13 +132,32 @@ void ShadowPipeline::publish_slot(int layer, int block, BlockPreconditioner& pc,
   // refresh's goes now); all install it if shipped.
   if (!slot->synced) {
     if (coherence_->owns(layer, block)) wait_ready(slot);
-    slot->ship = coherence_->sync(layer, block, slot->opened, slot->job);
-    slot->synced = true;
+    sync_slot(layer, block, *slot);
   }
   if (slot->ship) {
     pc.publish(slot->job);
     ++published_;
   }
+}
+
+void ShadowPipeline::sync_slot(int layer, int block, Slot& slot) {
+  slot.ship = coherence_->sync(layer, block, slot.opened, slot.job);
+  slot.synced = true;
+  if (!coherence_->owns(layer, block)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  RefreshJob& kept = kept_[layer][block];
+  // Shipped: it is the installed state now. A failed refresh leaves the chain where it was.
+  if (slot.ship || (slot.job.status == matfn::Status::Ok && !opt_.preconditioner(layer, block).keep_dropped(slot.job, kept)))
+    kept = RefreshJob{};
+}
+
+void ShadowPipeline::take_snapshot(int layer, int block, const BlockPreconditioner& pc, Slot& slot) {
+  pc.snapshot(slot.job);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (coherence_ && kept_[layer][block].rows > 0) pc.continue_from(kept_[layer][block], slot.job);
+  }
+  if (track_change_) pc.snapshot_installed(slot.job);
 }
 
 void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
@@ -172,8 +192,7 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
   }
   if (delay_.at(step) == 0) {  // the native schedule, computed on a worker or this thread
     if (!remote) {
-      pc.snapshot(slot->job);
-      if (track_change_) pc.snapshot_installed(slot->job);
+      take_snapshot(layer, block, pc, *slot);
       {
         std::lock_guard<std::mutex> lock(mu_);
         slot->state = SlotState::Snapshotted;
@@ -305,8 +324,7 @@ void ShadowPipeline::bind(Executor& ex) {
     for (int bi = 0; bi < static_cast<int>(queues_[op.layer].size()); ++bi) {
       SlotPtr slot = find_slot(op.layer, bi, op.tag);
       if (!slot || slot->state != SlotState::AwaitingSnapshot) continue;
-      opt_.preconditioner(op.layer, bi).snapshot(slot->job);
-      if (track_change_) opt_.preconditioner(op.layer, bi).snapshot_installed(slot->job);
+      take_snapshot(op.layer, bi, opt_.preconditioner(op.layer, bi), *slot);
       std::lock_guard<std::mutex> lock(mu_);
       slot->state = SlotState::Snapshotted;
     }
@@ -319,8 +337,7 @@ void ShadowPipeline::bind(Executor& ex) {
       SlotPtr slot = find_slot(op.layer, bi, op.tag);
       if (!slot) continue;
       if (coherence_->owns(op.layer, bi)) wait_ready(slot);
-      slot->ship = coherence_->sync(op.layer, bi, slot->opened, slot->job);
-      slot->synced = true;
+      sync_slot(op.layer, bi, *slot);
     }
   });
   ex.bind_host(OpKind::RootJob, [this](const Op& op, int worker) {
@@ -380,6 +397,35 @@ void ShadowPipeline::prepare_checkpoint() {
           if (s->state == SlotState::Remote) s->state = SlotState::Ready;
         }
       }
+  // And the owners' kept versions (rows 0, none kept, travels too: replica 0 may hold an old one).
+  for (int l = 0; l < static_cast<int>(kept_.size()); ++l)
+    for (int b = 0; b < static_cast<int>(kept_[l].size()); ++b) coherence_->send_to(l, b, 0, kept_[l][b]);
+}
+
+std::vector<KeptVersion> ShadowPipeline::kept_versions() const {
+  std::vector<KeptVersion> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int l = 0; l < static_cast<int>(kept_.size()); ++l)
+    for (int b = 0; b < static_cast<int>(kept_[l].size()); ++b)
+      if (kept_[l][b].rows > 0) out.push_back({l, b, kept_[l][b]});
+  return out;
+}
+
+void ShadowPipeline::restore_kept_versions(const std::vector<KeptVersion>& kept) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const KeptVersion& k : kept) {
+    ASTERIA_CHECK(k.layer >= 0 && k.layer < static_cast<int>(kept_.size()) && k.block >= 0 &&
+                      k.block < static_cast<int>(kept_[k.layer].size()),
+                  "a kept version of layer ", k.layer, " block ", k.block, " does not exist in this model");
+    const BlockPreconditioner& pc = opt_.preconditioner(k.layer, k.block);
+    ASTERIA_CHECK(k.version.rows == pc.rows() && k.version.cols == pc.cols() &&
+                      k.version.left_basis.size() == static_cast<size_t>(pc.rows() * pc.rows()) &&
+                      k.version.right_basis.size() == static_cast<size_t>(pc.cols() * pc.cols()) &&
+                      k.version.left_perm.size() == static_cast<size_t>(pc.rows()) &&
+                      k.version.right_perm.size() == static_cast<size_t>(pc.cols()),
+                  "the kept version of ", pc.name(), " does not fit the block (", pc.rows(), " x ", pc.cols(), ")");
+    kept_[k.layer][k.block] = k.version;
+  }
 }
 
 std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {

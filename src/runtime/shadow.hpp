@@ -22,6 +22,10 @@
 // layer's publish_wait) ships the owners' versions of the blocks publishing then; every replica
 // installs a shipped version at the block's refresh point of that step (dropped versions are
 // computed and never installed). A warm-up refresh (published at once) syncs at its refresh point.
+// The owner keeps the newest version it dropped and starts the block's next refresh from it
+// (BlockPreconditioner::keep_dropped), so that a refresh never repeats one that came to nothing;
+// that needs each decision before the block's next snapshot, runtime.shadow.delay <=
+// optim.precondition_frequency (checked when the config loads).
 //
 // Warm-up: refreshes opened at steps t <= runtime.shadow.sync_steps publish at once (D = 0 for
 // them; shadow_delay.hpp). Without host workers (runtime.shadow.lane compute, or auto on a
@@ -81,6 +85,13 @@ struct OpenRefresh {
   RefreshJob job;
 };
 
+// Coherence: the newest dropped version of a block its next refresh continues from (on the
+// owner; keep_dropped's fields only), which a checkpoint keeps too.
+struct KeptVersion {
+  int layer = 0, block = 0;
+  RefreshJob version;
+};
+
 class ShadowPipeline final : public RefreshPolicy {
  public:
   // pool: the host workers, or null to run the root jobs on the compute lane (with as many
@@ -120,6 +131,11 @@ class ShadowPipeline final : public RefreshPolicy {
   void prepare_checkpoint();
   std::vector<OpenRefresh> finish_open_refreshes();
   void restore_open_refreshes(const std::vector<OpenRefresh>& open);
+  // The kept versions (coherence; after prepare_checkpoint, on replica rank 0 those of every
+  // block) and their restore (before the first step; blocks without one start from the installed
+  // state).
+  std::vector<KeptVersion> kept_versions() const;
+  void restore_kept_versions(const std::vector<KeptVersion>& kept);
 
  private:
   // Remote: another replica owns the block; its version arrives at the publish step.
@@ -150,6 +166,10 @@ class ShadowPipeline final : public RefreshPolicy {
 
   // Installs (or, with coherence, syncs and maybe installs) a slot's version at its publish step.
   void publish_slot(int layer, int block, BlockPreconditioner& pc, const SlotPtr& slot);
+  // The job's inputs from the block, continued from its kept version if there is one.
+  void take_snapshot(int layer, int block, const BlockPreconditioner& pc, Slot& slot);
+  // Coherence: the slot's version synced; on the owner a dropped one becomes the kept version.
+  void sync_slot(int layer, int block, Slot& slot);
   // Computes every open refresh this rank has to the end (waits for the workers).
   void complete_open_refreshes();
 
@@ -163,6 +183,7 @@ class ShadowPipeline final : public RefreshPolicy {
   std::vector<std::pair<PlacedTask, SlotPtr>> batch_slots_;
   double worker_delay_s_;
   std::vector<std::vector<BlockQueue>> queues_;     // [layer][block]
+  std::vector<std::vector<RefreshJob>> kept_;       // [layer][block]; rows 0: none kept
   std::vector<std::unique_ptr<matfn::Workspace>> worker_ws_;   // per worker / compute thread
   mutable std::mutex mu_;
   std::condition_variable ready_cv_;

@@ -218,6 +218,17 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
           v["coherence." + std::to_string(l) + "_" + std::to_string(opt.whole_block(l, b))] = {
               static_cast<double>(bv.adopted), static_cast<double>(bv.newest), static_cast<double>(bv.adopted_step)};
         }
+      // The versions the owners dropped and continue from (ShadowPipeline::kept_versions).
+      for (const KeptVersion& k : parts_.shadow->kept_versions()) {
+        const int block = opt.whole_block(k.layer, k.block);
+        const std::string key = "shadow.kept." + std::to_string(k.layer) + "_" + std::to_string(block) + ".";
+        v[key + "where"] = {static_cast<double>(k.layer), static_cast<double>(block), static_cast<double>(k.version.rows),
+                            static_cast<double>(k.version.cols)};
+        v[key + "left_basis"] = k.version.left_basis;
+        v[key + "right_basis"] = k.version.right_basis;
+        v[key + "left_perm"] = as_doubles(k.version.left_perm);
+        v[key + "right_perm"] = as_doubles(k.version.right_perm);
+      }
     }
   }
   pending_ = manifest_for(step, tokens, elapsed_s);
@@ -439,6 +450,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
       counters.push_back({key, {vals.begin(), vals.end()}});
     }
   std::vector<OpenRefresh> open;
+  std::vector<KeptVersion> kept;
   if (parts_.shadow) {
     for (const auto& [name, where] : image_.values) {
       if (name.rfind("shadow.open.", 0) != 0 || name.size() < 6 || name.compare(name.size() - 6, 6, ".where") != 0) continue;
@@ -463,6 +475,25 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
       if (image_.values.count(key + "change")) r.job.change = value(key + "change", 1)[0];
       open.push_back(std::move(r));
     }
+    // Kept versions matter only where versions are dropped (with replicas); elsewhere the next
+    // refresh starts from the installed state, as every refresh does there.
+    if (parts_.shadow->coherence())
+      for (const auto& [name, where] : image_.values) {
+        if (name.rfind("shadow.kept.", 0) != 0 || name.compare(name.size() - 6, 6, ".where") != 0) continue;
+        const std::string key = name.substr(0, name.size() - 5);   // "shadow.kept.<layer>_<block>."
+        const std::vector<double>& w = value(key + "where", 4);
+        KeptVersion k;
+        k.layer = static_cast<int>(w[0]);
+        k.block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).own_block(k.layer, static_cast<int>(w[1]));
+        if (k.block < 0) continue;
+        k.version.rows = static_cast<int64_t>(w[2]);
+        k.version.cols = static_cast<int64_t>(w[3]);
+        k.version.left_basis = value(key + "left_basis", 0);
+        k.version.right_basis = value(key + "right_basis", 0);
+        from_doubles(value(key + "left_perm", 0), k.version.left_perm);
+        from_doubles(value(key + "right_perm", 0), k.version.right_perm);
+        kept.push_back(std::move(k));
+      }
   } else if (std::any_of(image_.values.begin(), image_.values.end(),
                          [](const auto& v) { return v.first.rfind("shadow.open.", 0) == 0; })) {
     fail(file, ": holds refreshes in flight of runtime.mode asteria; resume it in asteria mode");
@@ -477,7 +508,10 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
       parts_.tiers.copy_in(static_cast<int>(i) - layers, data);
   });
   parts_.loader.restore({static_cast<uint64_t>(pos[0]), static_cast<uint64_t>(pos[1])});
-  if (parts_.shadow) parts_.shadow->restore_open_refreshes(open);
+  if (parts_.shadow) {
+    parts_.shadow->restore_open_refreshes(open);
+    parts_.shadow->restore_kept_versions(kept);
+  }
   // The coherence registry of this run's blocks, where the checkpoint has one (a checkpoint of a
   // run without replicas has none: the registry starts afresh).
   if (Coherence* c = parts_.shadow ? parts_.shadow->coherence() : nullptr) {

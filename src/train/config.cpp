@@ -316,6 +316,14 @@ Config read_tree(YAML::Node root, const std::string& source,
   if (d.world_size > 0 && d.ranks_per_node > 0 && d.world_size % d.ranks_per_node != 0)
     fail(source, ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
          "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
+  // A dropped version's owner continues from it (runtime/shadow.hpp): it must know a refresh's
+  // decision, made at its publish step, before the block's next refresh F steps later.
+  const RuntimeConfig& rt = cfg.runtime;
+  if (rt.coherence.staleness > 1 && (cfg.optim.name == "soap" || cfg.optim.name == "kl_shampoo") &&
+      rt.shadow.delay > cfg.optim.precondition_frequency)
+    fail(source, ": runtime.coherence.staleness ", rt.coherence.staleness, " needs runtime.shadow.delay (", rt.shadow.delay,
+         ") <= optim.precondition_frequency (", cfg.optim.precondition_frequency,
+         "): each refresh continues from the last one's version, decided when it publishes");
   if (cfg.train.warmup_steps > cfg.train.steps) {
     // A short run of a long recipe (--set train.steps=2, a smoke test) runs; its warm-up is cut.
     cfg.notes.push_back(detail::concat(source, ": train.warmup_steps ", cfg.train.warmup_steps, " exceeds train.steps ",

@@ -4,8 +4,9 @@
 //   S = 1 (synchronous replication) in fsdp none and hybrid: the losses of one rank within 1e-5
 //   relative, and each block refreshed on one replica only (the ranks' refresh counts sum to one
 //   rank's);
-//   S = 3 with a tolerance: the same bits whatever the host workers' number and speed, and a run
-//   stopped and resumed from a checkpoint equals the uninterrupted one;
+//   S = 3 with a tolerance: the same bits whatever the host workers' number and speed, and runs
+//   stopped and resumed from a checkpoint (refreshes in flight; dropped versions kept) equal the
+//   uninterrupted one;
 //   hierarchical and flat shipping: the same bits; between nodes hierarchical sends 1 /
 //   ranks_per_node of flat's bytes in fsdp none, the same in hybrid (one replica per node).
 #include <gtest/gtest.h>
@@ -106,24 +107,29 @@ TEST_F(Coherence, SynchronousReplicationMatchesOneRankAndRefreshesEachBlockOnce)
 }
 
 TEST_F(Coherence, StaleVersionsGiveTheSameBitsWhateverTheWorkersAndAcrossAResume) {
-  const std::string s3 = "--set optim.precondition_frequency=2 --set runtime.coherence.staleness=3 "
+  const std::string s3 = "--set optim.precondition_frequency=3 --set runtime.coherence.staleness=3 "
                          "--set runtime.coherence.tolerance=0.4 --set distributed.fsdp=none "
-                         "--set distributed.ranks_per_node=1 --set runtime.shadow.lane=workers ";
+                         "--set distributed.ranks_per_node=1 --set runtime.shadow.lane=workers --set train.steps=28 ";
   resume(2, "a", s3 + "--set runtime.shadow.threads=1");
   resume(2, "b", s3 + "--set runtime.shadow.threads=2 --set runtime.shadow.worker_delay_ms=30");
   const std::vector<double> a = losses(dir_.file("a"));
-  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(a.size(), 28u);
   EXPECT_EQ(a, losses(dir_.file("b")));
   EXPECT_GT(total("a", "coherence_skipped_versions"), 0);   // S = 3 drops versions
   EXPECT_GT(total("a", "coherence_shipped_blocks"), 0);
-  // Stopped at 14 (a checkpoint with refreshes in flight and a registry mid-count), resumed.
-  resume(2, "c", s3 + "--set runtime.shadow.threads=1 --set train.stop_after=14");
-  std::string out;
-  ASSERT_EQ(0, run_command(kMpirun + "-np 2 -x OMP_NUM_THREADS=1 " + kTrain + common(2) + "--set run.dir=" + dir_.file("c") +
-                               " --resume latest " + s3 + "--set runtime.shadow.threads=1",
-                           &out))
-      << out;
-  EXPECT_EQ(losses(dir_.file("c")), a);
+  // Stopped and resumed: at 17, with the refreshes opened at 16 in flight and the registry
+  // mid-count; at 18, with the versions dropped there kept for the refreshes opened at 19, which
+  // continue from them (F = 3 > D = 2, so the kept versions cross the checkpoint).
+  for (const int stop : {17, 18}) {
+    SCOPED_TRACE("stopped at " + std::to_string(stop));
+    resume(2, "c", s3 + "--set runtime.shadow.threads=1 --set train.stop_after=" + std::to_string(stop));
+    std::string out;
+    ASSERT_EQ(0, run_command(kMpirun + "-np 2 -x OMP_NUM_THREADS=1 " + kTrain + common(2) + "--set run.dir=" +
+                                 dir_.file("c") + " --resume latest " + s3 + "--set runtime.shadow.threads=1",
+                             &out))
+        << out;
+    EXPECT_EQ(losses(dir_.file("c")), a);
+  }
 }
 
 TEST_F(Coherence, HierarchicalShipsOncePerNodeWithTheSameBits) {

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "optim/second_order.hpp"
+#include "optim/eigenbasis.hpp"
 #include "optim/soap.hpp"
 #include "reference_optimizers.hpp"
 
@@ -313,6 +314,70 @@ TEST(Soap, UpdateIsInvariantToEigenvectorSignsAndRefreshKeepsTheMoment) {
   a.publish(job);
   after = soap_moment_original(a);
   for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(after[i], before[i], 1e-5);
+}
+
+// Coherence with staleness > 1: an owner that drops a version continues from it. Dropping the
+// first of two refreshes and installing the second must give the bases a block installing both
+// has, bit for bit (the kept version is rounded as an install rounds it), with the second job's
+// permutation composed onto the installed columns: p[k] = p1[p2[k]]. SOAP only: its factors are
+// statistics of the gradients alone, while KL-Shampoo's are taken in the installed basis, so a
+// block that installed less has other factors there.
+TEST(Soap, ARefreshContinuingFromADroppedVersionWalksTheInstallingChain) {
+  for (const std::string algo : {"soap"}) {
+    PreconditionerParams p;
+    p.beta2 = 0.95;
+    p.shampoo_beta = 0.9;
+    const int m = 6, n = 5;
+    auto installs = make_preconditioner(algo, "a", m, n, p), drops = make_preconditioner(algo, "b", m, n, p);
+    auto* a = dynamic_cast<EigenbasisBlock*>(installs.get());
+    auto* b = dynamic_cast<EigenbasisBlock*>(drops.get());
+    ASSERT_TRUE(a && b);
+    RefreshJob job, first, second, kept;
+    matfn::Workspace ws;
+    const auto g = random_grads(9, m, n, 17);
+    int s = 0;
+    for (; s < 3; ++s) {
+      a->step(g[s].data(), job, ws, false);
+      b->step(g[s].data(), job, ws, false);
+    }
+    // Refresh 1: a installs it; b computes the same and keeps it.
+    a->snapshot(first);
+    a->compute_refresh(first, ws);
+    a->publish(first);
+    b->snapshot(job);
+    b->compute_refresh(job, ws);
+    ASSERT_EQ(job.status, matfn::Status::Ok);
+    ASSERT_TRUE(b->keep_dropped(job, kept));
+    for (; s < 6; ++s) {
+      a->step(g[s].data(), job, ws, false);
+      b->step(g[s].data(), job, ws, false);
+    }
+    // Refresh 2: a from its installed basis, b from the kept one.
+    a->snapshot(second);
+    a->compute_refresh(second, ws);
+    b->snapshot(job);
+    b->continue_from(kept, job);
+    b->compute_refresh(job, ws);
+    ASSERT_EQ(job.status, matfn::Status::Ok);
+    EXPECT_EQ(job.left_basis, second.left_basis) << algo;
+    EXPECT_EQ(job.right_basis, second.right_basis) << algo;
+    const auto composed = [](const std::vector<int>& p1, const std::vector<int>& p2) {
+      std::vector<int> c(p2.size());
+      for (size_t k = 0; k < p2.size(); ++k) c[k] = p1[p2[k]];
+      return c;
+    };
+    EXPECT_EQ(job.left_perm, composed(first.left_perm, second.left_perm)) << algo;
+    EXPECT_EQ(job.right_perm, composed(first.right_perm, second.right_perm)) << algo;
+    a->publish(second);
+    b->publish(job);
+    for (int i = 0; i < m * m; ++i) ASSERT_EQ(a->left_basis()[i], b->left_basis()[i]) << algo;
+    for (int i = 0; i < n * n; ++i) ASSERT_EQ(a->right_basis()[i], b->right_basis()[i]) << algo;
+  }
+  // Shampoo's roots come from the factors alone: nothing to keep.
+  PreconditionerParams p;
+  auto shampoo = make_preconditioner("shampoo", "s", 4, 3, p);
+  RefreshJob job, kept;
+  EXPECT_FALSE(shampoo->keep_dropped(job, kept));
 }
 
 TEST(SecondOrder, RankDeficientFactorKeepsPreviousRootAndCountsUntilTheLimit) {

@@ -125,6 +125,12 @@ TEST(Config, UnknownPresetAndCrossFieldChecks) {
   expect_error([] { load_config_text("model:\n  vocab_size: 600\n  embedding_size: 512\n", "f.yaml"); },
                {"embedding_size"});
   expect_error([] { load_config_text("a: [\n", "f.yaml"); }, {"f.yaml", "invalid YAML"});
+  // Staleness above 1 with SOAP: each refresh needs the last one's decision before it starts.
+  const std::vector<std::string> stale = {"optim.name=soap", "optim.precondition_frequency=4",
+                                          "runtime.coherence.staleness=3", "runtime.shadow.delay=5"};
+  expect_error([&] { load_config_text("", "f.yaml", stale); },
+               {"f.yaml", "runtime.coherence.staleness 3", "runtime.shadow.delay (5) <= optim.precondition_frequency (4)"});
+  EXPECT_NO_THROW(load_config_text("", "f.yaml", {stale[0], stale[1], stale[2], "runtime.shadow.delay=4"}));
 }
 
 TEST(Config, WarmupLongerThanTheRunIsClippedWithANote) {
