@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -127,6 +129,11 @@ bool Coherence::sync(int layer, int block, int64_t from_step, RefreshJob& job) {
   // Tags: one per block (MPI keeps the order of messages between two ranks with one tag).
   relay(hops_[owner], c, 1 + b % 30000, "version of " + names_[b]);
   registry_.record(b, from_step, c.ship != 0);
+  if (c.change >= 0 && std::isfinite(c.change)) {
+    ++changes_.versions;
+    changes_.sum += c.change;
+    changes_.max = std::max(changes_.max, c.change);
+  }
   if (owner != replicas_.rank() && c.ship) unpack(c, job);
   return c.ship != 0;
 }
@@ -147,6 +154,8 @@ void Coherence::send_to(int layer, int block, int to, RefreshJob& job) {
   }
   traffic_ = protocol;
 }
+
+VersionChanges Coherence::take_changes() { return std::exchange(changes_, VersionChanges{}); }
 
 CoherenceTraffic Coherence::take_traffic() {
   const CoherenceTraffic t = traffic_;

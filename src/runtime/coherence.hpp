@@ -6,7 +6,8 @@
 // at the block's refresh point on every replica (all in the same block order):
 //   the owner decides by the registry's rule (coherence_registry.hpp; with
 //   runtime.coherence.tolerance on, by the job's change from the roots or bases installed when it
-//   was snapshotted, RefreshJob::change) and sends a control message (the decision, the job's
+//   was snapshotted, RefreshJob::change, which owners compute whatever the tolerance so that the
+//   metrics show it) and sends a control message (the decision, the job's
 //   status, change and sizes) along the version's hops (coherence_routes.hpp),
 //   followed by the payload when it ships: the refreshed bases, roots and permutations in fp32,
 //   which is exactly what the install keeps (it rounds the job's fp64 to fp32), so every
@@ -36,6 +37,14 @@ struct CoherenceTraffic {
   size_t bytes_intra = 0, bytes_inter = 0;
 };
 
+// Since the last take, the changes of the versions this rank's replica group decided on (the
+// owners' RefreshJob::change, carried in the control messages; versions without an installed
+// state to compare with are left out): what runtime.coherence.tolerance would be compared with.
+struct VersionChanges {
+  int64_t versions = 0;
+  double sum = 0, max = 0;
+};
+
 class Coherence {
  public:
   // replicas: the replica group (every rank of it constructs this, collectively); node: this
@@ -60,6 +69,7 @@ class Coherence {
   void send_to(int layer, int block, int to, RefreshJob& job);
 
   CoherenceTraffic take_traffic();
+  VersionChanges take_changes();
 
   // Bytes of a version's payload (fp32 bases, roots and permutations) for a block of this size
   // and algorithm; the control message is kControlBytes.
@@ -87,6 +97,7 @@ class Coherence {
   std::vector<float> payload_;           // the version in flight (grows once, then reused)
   std::vector<std::string> names_;       // per block, for messages
   CoherenceTraffic traffic_;
+  VersionChanges changes_;
 };
 
 }  // namespace asteria

@@ -15,7 +15,7 @@ namespace asteria {
 ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s,
                                Coherence* coherence)
     : opt_(opt), pool_(pool), coherence_(coherence),
-      track_change_(coherence && coherence->registry().rule().tolerance > 0), delay_(delay), worker_delay_s_(worker_delay_s) {
+      track_change_(coherence != nullptr), delay_(delay), worker_delay_s_(worker_delay_s) {
   ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
   std::vector<std::vector<MatrixBlock>> blocks;
   std::vector<int> counts;

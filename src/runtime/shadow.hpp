@@ -176,7 +176,7 @@ class ShadowPipeline final : public RefreshPolicy {
   SecondOrderOptimizer& opt_;
   WorkerPool* pool_;
   Coherence* coherence_;
-  bool track_change_;   // coherence with a tolerance: the owner computes each job's change
+  bool track_change_;   // coherence: the owner computes each job's change (the tolerance, metrics)
   ShadowDelay delay_;
   std::unique_ptr<RootJobPlacement> placement_;   // compute lane only
   std::vector<PlacedTask> batch_;

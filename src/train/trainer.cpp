@@ -542,6 +542,9 @@ struct Trainer::Impl {
         const Staleness st = coherence->registry().staleness(step);
         rec["staleness_max"] = {{"versions", st.max_versions}, {"steps", st.max_steps}};
         rec["staleness_mean"] = {{"versions", st.mean_versions}, {"steps", st.mean_steps}};
+        // How far rank 0's group's new versions moved from the adopted ones (for choosing a tolerance).
+        const VersionChanges ch = coherence->take_changes();
+        if (ch.versions > 0) rec["coherence_change"] = {{"mean", ch.sum / static_cast<double>(ch.versions)}, {"max", ch.max}};
       }
       if (shadow) rec["shadow_computed_by_rank"] = by_rank(kComputed);   // refreshes each rank computed so far
       if (param_slots) {

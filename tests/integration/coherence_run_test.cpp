@@ -117,6 +117,15 @@ TEST_F(Coherence, StaleVersionsGiveTheSameBitsWhateverTheWorkersAndAcrossAResume
   EXPECT_EQ(a, losses(dir_.file("b")));
   EXPECT_GT(total("a", "coherence_skipped_versions"), 0);   // S = 3 drops versions
   EXPECT_GT(total("a", "coherence_shipped_blocks"), 0);
+  // The versions' changes, which the tolerance compares: reported on the steps that decide some.
+  int with_changes = 0;
+  for (const auto& r : metrics_lines(dir_.file("a")))
+    if (r.contains("coherence_change")) {
+      ++with_changes;
+      EXPECT_GE(r["coherence_change"]["max"].get<double>(), r["coherence_change"]["mean"].get<double>());
+      EXPECT_GT(r["coherence_change"]["mean"].get<double>(), 0);
+    }
+  EXPECT_GT(with_changes, 0);
   // Stopped and resumed: at 17, with the refreshes opened at 16 in flight and the registry
   // mid-count; at 18, with the versions dropped there kept for the refreshes opened at 19, which
   // continue from them (F = 3 > D = 2, so the kept versions cross the checkpoint).
