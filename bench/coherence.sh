@@ -10,6 +10,9 @@
 #   (b) fsdp none, W = 4 (2 x 2), SHORT steps (default 40): hierarchical against flat shipping,
 #       inter-node bytes (target: hierarchical <= 1 / ranks_per_node of flat's) and the same bits.
 #   bench/coherence.sh [STEPS] [TAU] [SHORT]
+# Every run pins runtime.stagger=false (the reference refresh schedule; asteria mode's default is
+# now staggered), so that all runs share one schedule and the figures stay comparable with the
+# runs made before that default changed.
 # ASTERIA_BENCH_REUSE=1 keeps finished runs (a run of its full length in the raw folder), so an
 # interrupted benchmark goes on where it stopped; ASTERIA_BENCH_ONLY="hybrid-s1 ..." runs only
 # those (the summary covers every run in the raw folder). Raw runs go under runs/bench/coherence/
@@ -40,7 +43,7 @@ run() {  # NAME STEPS [SETS...]; ASTERIA_BENCH_ONLY="name ..." runs only those
   fi
   local sets=(--set run.dir="$RAW/$name" --set run.overwrite=true --set checkpoint.enabled=false
               --set train.steps="$steps" --set train.micro_batch=2 --set runtime.mode=asteria
-              --set distributed.ranks_per_node=2)
+              --set distributed.ranks_per_node=2 --set runtime.stagger=false)
   for s in "$@"; do sets+=(--set "$s"); done
   echo "[coherence] $name: $steps steps (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   /usr/bin/time -f '%e' -o "$RAW/$name.time" \
@@ -81,7 +84,8 @@ for name in ["none-hierarchical", "none-flat", "hybrid-s1", "hybrid-s2", "hybrid
 L = ["# Coherence benchmark (%s)" % time.strftime("%Y-%m-%d %H:%M"), "",
      "Regenerate: `bench/coherence.sh %d %s %d` (raw runs under runs/bench/coherence/). bench-small SOAP "
      "(configs/bench-small-soap.yaml) in asteria mode, 4 ranks under mpirun on this 2-core machine as 2 \"nodes\" x 2 "
-     "(distributed.ranks_per_node=2), micro-batch 2 per rank (the config's global batch of 8)." % (steps, tau, short), ""]
+     "(distributed.ranks_per_node=2), micro-batch 2 per rank (the config's global batch of 8), runtime.stagger=false "
+         "(every block refreshes at the same steps, as in native mode)." % (steps, tau, short), ""]
 b = runs.get("hybrid-s1")
 L += ["## Staleness (fsdp hybrid: sharded in a node, replicated across the 2 nodes)", "",
       "| run | steps | inter-node bytes | vs S=1 | intra-node bytes | versions shipped | skipped | max versions behind | mean steps behind | final eval loss | vs S=1 |",

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/gemm.hpp"
 #include "optim/block_math.hpp"
 
 namespace asteria {
@@ -119,25 +121,30 @@ void EigenbasisBlock::snapshot_installed(RefreshJob& job) const {
 
 double EigenbasisBlock::refresh_change(const RefreshJob& job) const {
   if (job.installed_left.empty()) return std::numeric_limits<double>::infinity();
-  // New column k is old column perm[k]: compare each with the column it came from, up to its
-  // sign (a QR step may flip it, which changes nothing the basis does).
-  double diff = 0, norm = 0;
-  const auto side = [&](int64_t n, const std::vector<double>& Qn, const std::vector<int>& perm, const std::vector<float>& Q) {
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t from = perm.empty() ? k : perm[k];
-      double minus = 0, plus = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        const double a = Qn[i * n + k], b = Q[i * n + from];
-        minus += (a - b) * (a - b);
-        plus += (a + b) * (a + b);
-        norm += b * b;
+  // What the new version changes is how well the basis diagonalizes the factors: with A =
+  // Q_installed^T F Q_installed, the off-diagonal share ||offdiag A|| / ||A|| (both sides summed).
+  // A column-by-column distance of the bases is no measure: eigenvectors of nearly equal
+  // eigenvalues (most of a gradient covariance's spectrum) turn freely between refreshes while
+  // what the basis does stays the same.
+  static thread_local std::vector<double> q, fq, a;
+  double off = 0, total = 0;
+  const auto side = [&](int64_t n, const std::vector<double>& F, const std::vector<float>& installed) {
+    const int d = static_cast<int>(n);
+    q.assign(installed.begin(), installed.end());
+    fq.resize(n * n);
+    a.resize(n * n);
+    cpu::gemm(false, false, d, d, d, 1.0, F.data(), d, q.data(), d, 0.0, fq.data(), d);
+    cpu::gemm(true, false, d, d, d, 1.0, q.data(), d, fq.data(), d, 0.0, a.data(), d);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double x = a[i * n + j] * a[i * n + j];
+        total += x;
+        if (i != j) off += x;
       }
-      diff += std::min(minus, plus);
-    }
   };
-  side(rows_, job.left_basis, job.left_perm, job.installed_left);
-  side(cols_, job.right_basis, job.right_perm, job.installed_right);
-  return norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
+  side(rows_, job.left, job.installed_left);
+  side(cols_, job.right, job.installed_right);
+  return total > 0 ? std::sqrt(off / total) : std::numeric_limits<double>::infinity();
 }
 
 void EigenbasisBlock::install(const RefreshJob& job) {

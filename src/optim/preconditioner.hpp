@@ -148,10 +148,12 @@ class BlockPreconditioner {
   // throws after more than max_failures consecutive failures).
   void publish(const RefreshJob& job);
   // For runtime.coherence.tolerance: snapshot_installed copies the installed roots (Shampoo) or
-  // bases (SOAP, KL-Shampoo) into the job; refresh_change is then the computed refresh's relative
-  // Frobenius distance from them, ||new - installed|| / ||installed||, bases' columns matched by
-  // the job's permutations and compared up to sign; infinity when nothing was installed. Pure:
-  // it reads only the job.
+  // bases (SOAP, KL-Shampoo) into the job; refresh_change is then how much the computed version
+  // differs from them, as a relative Frobenius norm: Shampoo ||new - installed|| / ||installed||
+  // of the roots; SOAP and KL-Shampoo the off-diagonal share ||offdiag(Q^T F Q)|| / ||Q^T F Q||
+  // of the job's factors F in the installed bases Q (0: they still diagonalize the factors, so
+  // the new bases would change nothing), since bases themselves turn freely within nearly
+  // degenerate eigenspaces. Infinity when nothing was installed. Pure: it reads only the job.
   virtual void snapshot_installed(RefreshJob& job) const = 0;
   virtual double refresh_change(const RefreshJob& job) const = 0;
   // Coherence with staleness > 1 (runtime/coherence.hpp): a block's owner computes versions that

@@ -3,8 +3,8 @@
 // replicated, one owner computes each block's refreshes, and every computed version is either
 // shipped to the replicas and adopted by all of them at one step, or dropped. Per block the
 // registry holds the adopted version and the newest computed one; the rule, with
-// runtime.coherence.staleness S (>= 1) and tolerance tau (relative Frobenius distance of the
-// new roots or bases to the adopted ones; 0 = off):
+// runtime.coherence.staleness S (>= 1) and tolerance tau (the new version's relative change from
+// the adopted one, BlockPreconditioner::refresh_change; 0 = off):
 //
 //   ship version n  iff  n - adopted >= S  or  (tau > 0 and distance(n, adopted) > tau)
 //

@@ -316,6 +316,8 @@ Config read_tree(YAML::Node root, const std::string& source,
   if (d.world_size > 0 && d.ranks_per_node > 0 && d.world_size % d.ranks_per_node != 0)
     fail(source, ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
          "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
+  // Asteria mode staggers the refreshes unless told not to; native keeps the reference schedule.
+  if (cfg.runtime.stagger == "auto") cfg.runtime.stagger = cfg.runtime.mode == "asteria" ? "true" : "false";
   // A dropped version's owner continues from it (runtime/shadow.hpp): it must know a refresh's
   // decision, made at its publish step, before the block's next refresh F steps later.
   const RuntimeConfig& rt = cfg.runtime;

@@ -113,17 +113,24 @@ struct TiersConfig {
 // shipped to the others by this rule.
 struct CoherenceConfig {
   int staleness = 1;            // S: ship when the adopted version is S versions behind (1: every version)
-  double tolerance = 0;         // tau: ship earlier when a version differs by more (relative Frobenius); 0 = off
+  double tolerance = 0;         // tau: ship earlier when a version changes by more (refresh_change); 0 = off
   bool hierarchical = true;     // owner -> node leader -> leaders -> their node; false: owner to every replica
 };
 
 struct RuntimeConfig {
   std::string mode = "native";  // native: roots inline (the baseline); asteria: shadow pipeline
   int threads = 0;              // 0 = all cores
-  bool stagger = false;         // spread the blocks' refreshes over the F steps
+  // Spread the blocks' refreshes over the F steps: auto (on in asteria mode, off in native, the
+  // reference schedule), true or false. Resolved when the config loads: never "auto" after.
+  std::string stagger = "auto";
+  bool staggered() const { return stagger == "true"; }
   ShadowConfig shadow;
   TiersConfig tiers;
   CoherenceConfig coherence;
+  // The memory a process may hold (train/memory_estimate.hpp): auto = MemAvailable of
+  // /proc/meminfo at startup (shared by the ranks of the machine), a byte size, or unlimited.
+  // A run estimated above it is refused before it allocates anything.
+  std::string memory_limit = "auto";
 };
 
 // A byte size as written in the config ("64MiB", "1.5GiB", "1000000", "unlimited" =

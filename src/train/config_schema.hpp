@@ -177,10 +177,13 @@ template <class V>
 void visit(V& v, RuntimeConfig& r) {
   v.field("mode", r.mode, one_of({"native", "asteria"}));
   v.field("threads", r.threads, at_least(0));
-  v.field("stagger", r.stagger, any());
+  v.field("stagger", r.stagger, one_of({"auto", "true", "false"}));
   v.section("shadow", r.shadow);
   v.section("tiers", r.tiers);
   v.section("coherence", r.coherence);
+  v.field("memory_limit", r.memory_limit, [](const std::string& s) {
+    return s == "auto" || byte_size()(s).empty() ? std::string() : std::string("must be auto, a byte size or unlimited");
+  });
 }
 
 template <class V>

@@ -1,11 +1,13 @@
 #include "train/dry_run.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <sstream>
 
 #include "model/model.hpp"
 #include "train/flops.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/optimizer_factory.hpp"
 #include "train/tier_config.hpp"
 #include "train/world_plan.hpp"
@@ -13,18 +15,6 @@
 namespace asteria {
 
 namespace {
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f %s", b, units[u]);
-  return buf;
-}
 
 std::string human_count(double n) {
   char buf[32];
@@ -334,7 +324,16 @@ std::string dry_run_report(const Config& cfg) {
   os
      << "activations:      " << human_bytes(act) << "  (micro-batch " << cfg.train.micro_batch
      << " x seq " << cfg.model.seq_len << ")\n"
-     << "total:            " << human_bytes(2 * p + opt + act) << "\n\n";
+     << "total:            " << human_bytes(2 * p + opt + act) << "\n";
+  // What the process holds with the tiers' placement, and what the startup check compares it with.
+  const MemoryEstimate mem = process_memory(cfg);
+  os << "in memory:        " << human_bytes(mem.total()) << "  (optimizer state on the disk tier: "
+     << human_bytes(mem.optimizer_on_disk) << ")\n";
+  const uint64_t limit = memory_limit_bytes(cfg, 1);
+  os << "memory limit:     "
+     << (limit == UINT64_MAX ? std::string("none") : human_bytes(static_cast<double>(limit)))
+     << "  (runtime.memory_limit " << cfg.runtime.memory_limit << (cfg.runtime.memory_limit == "auto" ? ": MemAvailable" : "")
+     << "; a run above it is refused at startup)\n\n";
   os << "# " << configured_tier_layout(cfg).describe() << "\n";
   const double fpt = training_flops_per_token(cfg.model);
   const double tokens_per_step =

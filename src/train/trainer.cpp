@@ -32,6 +32,7 @@
 #include "train/flops.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/metrics.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/optimizer_factory.hpp"
 #include "train/resume_check.hpp"
 #include "train/step_plan.hpp"
@@ -160,6 +161,8 @@ struct Trainer::Impl {
       fail("run.dir '", cfg.run.dir, "' already holds a run (metrics.jsonl); choose another run.dir, "
            "set run.overwrite=true, or resume it (--resume latest)");
     }
+    // Before anything model-sized is allocated: refuse a run the machine cannot hold.
+    check_memory(cfg, world == 1 ? process_memory(cfg) : rank_memory(cfg, world, topo.ranks_per_node), topo.ranks_per_node);
     set_threads(cfg.runtime.threads);
     const TokenDtype dtype = data_dtype(cfg);
     train_file = TokenFile(cfg.data.train, dtype, cfg.model.vocab_size);
@@ -200,7 +203,7 @@ struct Trainer::Impl {
     // The optimizer's state lives where the tiered state manager puts it (by default: all of it
     // in the device tier, which on the CPU backend is host memory).
     TierLayout layout = configured_tier_layout(cfg, owned);
-    optimizer = make_optimizer(cfg.optim, owned, cfg.runtime.stagger, /*own_memory=*/false);
+    optimizer = make_optimizer(cfg.optim, owned, cfg.runtime.staggered(), /*own_memory=*/false);
     tiers = std::make_unique<TierManager>(std::move(layout), *optimizer, disk_tier_file(cfg));
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     // The whole model's block indices and (staggered) refresh schedule for a rank's blocks.
@@ -689,7 +692,7 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
       counts.push_back(static_cast<int>(blocks.back().size()));
     }
     schedule = std::make_unique<RefreshSchedule>(cfg.optim.name, cfg.optim.precondition_frequency,
-                                                 cfg.optim.start_preconditioning_step, cfg.runtime.stagger, blocks);
+                                                 cfg.optim.start_preconditioning_step, cfg.runtime.staggered(), blocks);
     int due = 0;
     for (int l = 0; l < L; ++l)
       for (int b = 0; b < counts[l]; ++b) due += schedule->due(l, b, step);

@@ -3,10 +3,12 @@
 
 #include <omp.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "test_util.hpp"
+#include "train/memory_estimate.hpp"
 
 using asteria::testing::run_command;
 using asteria::testing::TempDir;
@@ -35,8 +37,9 @@ TEST(Cli, PrintPlanListsOpsPerLayer) {
 
 // The shadow pipeline's ops at a refresh step and a plain step; refreshes of the synchronous
 // warm-up (runtime.shadow.sync_steps) have none.
+// (runtime.stagger=false: every block on the reference schedule, so the steps below are exact.)
 TEST(Cli, PrintPlanShowsShadowOps) {
-  const std::string base = kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.mode=asteria " +
+  const std::string base = kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set runtime.mode=asteria --set runtime.stagger=false " +
                            "--set runtime.shadow.lane=workers --set runtime.shadow.delay=2 --set optim.precondition_frequency=10 " +
                            "--set train.warmup_steps=5 --print-plan ";
   std::string out;
@@ -110,6 +113,36 @@ TEST(Cli, ShortRunClipsTheWarmupAndSaysSo) {
   EXPECT_NE(out.find("note: " + kConfigs + "/tiny-soap.yaml: train.warmup_steps 20 exceeds train.steps 2; the "
                      "warm-up is clipped to 2 steps"), std::string::npos) << out;
   EXPECT_NE(out.find("done: 2 steps"), std::string::npos) << out;
+}
+
+// A run over runtime.memory_limit is refused at startup with its bytes, before it writes
+// anything; OLMo-1B SOAP in native mode (all state in memory: about 78 GiB at micro-batch 4) is
+// over what this machine has.
+TEST(Cli, ARunOverTheMemoryLimitIsRefusedWithTheBytes) {
+  TempDir dir("cli-memory");
+  asteria::testing::write_bigram_tokens(dir.file("train.bin"), 40000, 512, 1);
+  const std::string tiny = kTrain + " --config " + kConfigs + "/tiny-soap.yaml --set train.steps=2 --set data.eval= " +
+                           "--set data.train=" + dir.file("train.bin") + " --set run.dir=" + dir.file("run");
+  std::string out;
+  EXPECT_EQ(1, run_command(tiny + " --set runtime.memory_limit=1MiB", &out));
+  EXPECT_NE(out.find("this run needs about "), std::string::npos) << out;
+  EXPECT_NE(out.find("but may use 1.00 MiB (runtime.memory_limit 1MiB)"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("run") + "/metrics.jsonl")) << "refused before anything is written";
+  ASSERT_EQ(0, run_command(tiny + " --set runtime.memory_limit=auto", &out)) << out;
+  EXPECT_EQ(1, run_command(tiny + " --set runtime.memory_limit=lots --dry-run", &out));
+  EXPECT_NE(out.find("runtime.memory_limit"), std::string::npos) << out;
+  // The dry run shows the estimate and the limit it is held against.
+  ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --set runtime.memory_limit=24GiB --dry-run",
+                           &out)) << out;
+  EXPECT_NE(out.find("memory limit:     24.00 GiB  (runtime.memory_limit 24GiB"), std::string::npos) << out;
+  // On a machine with less memory than native OLMo-1B SOAP needs, its start is refused.
+  if (asteria::available_memory_bytes() < 70ull << 30) {
+    EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --set data.train=" + dir.file("train.bin") +
+                                 " --set data.eval= --set model.vocab_size=512 --set model.embedding_size=512 --set run.dir=" + dir.file("olmo"),
+                             &out));
+    EXPECT_NE(out.find("this run needs about "), std::string::npos) << out;
+    EXPECT_NE(out.find("MemAvailable of /proc/meminfo"), std::string::npos) << out;
+  }
 }
 
 // A value echoed by an error message is cut, with its length.

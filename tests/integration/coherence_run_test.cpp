@@ -38,7 +38,7 @@ class Coherence : public ::testing::Test {
   std::string common(int ranks) const {
     return " --config " + kConfigs + "/tiny-soap.yaml --set data.train=" + dir_.file("train.bin") +
            " --set data.eval= --set train.warmup_steps=2 --set train.micro_batch=" + std::to_string(8 / ranks) +
-           " --set train.steps=20 --set runtime.mode=asteria --set runtime.shadow.delay=2 "
+           " --set train.steps=20 --set runtime.mode=asteria --set runtime.stagger=false --set runtime.shadow.delay=2 "
            "--set distributed.check_every_step=true --set checkpoint.allow_changes=[train.micro_batch,runtime.coherence,optim.precondition_frequency] ";
   }
   // One rank to step 8 with a checkpoint there.

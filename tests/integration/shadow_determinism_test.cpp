@@ -44,9 +44,11 @@ class ShadowDeterminism : public ::testing::TestWithParam<const char*> {
 
 TEST_P(ShadowDeterminism, DelayZeroWithoutStaggerEqualsNative) {
   auto native = train({"runtime.mode=native"});
-  auto shadow0 = train({"runtime.mode=asteria", "runtime.shadow.delay=0", "runtime.shadow.lane=workers", "runtime.shadow.threads=2"});
+  // Asteria mode staggers by default (runtime.stagger auto); native does not.
+  auto shadow0 = train({"runtime.mode=asteria", "runtime.stagger=false", "runtime.shadow.delay=0", "runtime.shadow.lane=workers",
+                        "runtime.shadow.threads=2"});
   EXPECT_TRUE(same_bits(native, shadow0));
-  auto compute0 = train({"runtime.mode=asteria", "runtime.shadow.delay=0", "runtime.shadow.lane=compute"});
+  auto compute0 = train({"runtime.mode=asteria", "runtime.stagger=false", "runtime.shadow.delay=0", "runtime.shadow.lane=compute"});
   EXPECT_TRUE(same_bits(native, compute0));
 }
 
@@ -86,7 +88,7 @@ TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
 TEST_P(ShadowDeterminism, SyncWarmupIsNativeThenDelayed) {
   // Sync over the whole run: every refresh is synchronous, so the run is native's.
   auto native = train({"runtime.mode=native"});
-  auto all_sync = train({"runtime.mode=asteria", "runtime.shadow.delay=2", "runtime.shadow.sync_steps=14"});
+  auto all_sync = train({"runtime.mode=asteria", "runtime.stagger=false", "runtime.shadow.delay=2", "runtime.shadow.sync_steps=14"});
   EXPECT_TRUE(same_bits(native, all_sync));
   // Sync over part of the run: still independent of the workers and their speed, and neither
   // native nor the run without warm-up (refreshes at steps 2..14 with F = 3 fall on both sides).

@@ -380,6 +380,34 @@ TEST(Soap, ARefreshContinuingFromADroppedVersionWalksTheInstallingChain) {
   EXPECT_FALSE(shampoo->keep_dropped(job, kept));
 }
 
+// runtime.coherence.tolerance's measure, by hand. SOAP and KL-Shampoo: both factors F = R diag(4,
+// 1) R^T with R a rotation by theta; in the installed identity basis the off-diagonal entries are
+// (4 - 1) sin(theta) cos(theta) = 1.5 sin(2 theta), so the off-diagonal share over both sides is
+// sqrt(2 * 2.25 sin^2(2 theta) / 17) = 1.5 / sqrt(17) at theta = pi / 8; in the eigenbasis R, 0.
+// Shampoo: roots 2 I against installed I, ||2I - I|| / ||I|| = 1.
+TEST(SecondOrder, RefreshChangeMeasuresByHand) {
+  const double th = M_PI / 8, c = std::cos(th), sn = std::sin(th);
+  const std::vector<double> F = {4 * c * c + sn * sn, 3 * c * sn, 3 * c * sn, 4 * sn * sn + c * c};
+  for (const std::string algo : {"soap", "kl_shampoo"}) {
+    auto b = make_preconditioner(algo, "b", 2, 2, PreconditionerParams{});
+    RefreshJob job;
+    job.rows = job.cols = 2;
+    job.left = job.right = F;
+    EXPECT_TRUE(std::isinf(b->refresh_change(job))) << "nothing installed";
+    job.installed_left = job.installed_right = {1, 0, 0, 1};
+    EXPECT_NEAR(b->refresh_change(job), 1.5 / std::sqrt(17.0), 1e-12) << algo;
+    const float fc = static_cast<float>(c), fs = static_cast<float>(sn);
+    job.installed_left = job.installed_right = {fc, -fs, fs, fc};   // columns: the eigenvectors
+    EXPECT_NEAR(b->refresh_change(job), 0.0, 1e-6) << algo;
+  }
+  auto shampoo = make_preconditioner("shampoo", "s", 2, 2, PreconditionerParams{});
+  RefreshJob job;
+  job.rows = job.cols = 2;
+  job.left_root = job.right_root = {2, 0, 0, 2};
+  job.installed_left = job.installed_right = {1, 0, 0, 1};
+  EXPECT_NEAR(shampoo->refresh_change(job), 1.0, 1e-12);
+}
+
 TEST(SecondOrder, RankDeficientFactorKeepsPreviousRootAndCountsUntilTheLimit) {
   ParamTable t;
   t.add("w", {3, 3}, ParamClass::Matrix);

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "train/config.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/optimizer_factory.hpp"
 
 using namespace asteria;
@@ -133,6 +134,16 @@ TEST(Config, UnknownPresetAndCrossFieldChecks) {
   EXPECT_NO_THROW(load_config_text("", "f.yaml", {stale[0], stale[1], stale[2], "runtime.shadow.delay=4"}));
 }
 
+// runtime.stagger auto: on in asteria mode, off in native (the reference schedule); explicit wins.
+TEST(Config, StaggerDefaultsByMode) {
+  EXPECT_FALSE(load_config_text("", "f.yaml").runtime.staggered());
+  EXPECT_TRUE(load_config_text("", "f.yaml", {"runtime.mode=asteria"}).runtime.staggered());
+  EXPECT_FALSE(load_config_text("", "f.yaml", {"runtime.mode=asteria", "runtime.stagger=false"}).runtime.staggered());
+  EXPECT_TRUE(load_config_text("runtime:\n  stagger: true\n", "f.yaml").runtime.staggered());
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.mode=asteria"}).runtime.stagger, "true");   // resolved
+  expect_error([] { load_config_text("runtime:\n  stagger: sometimes\n", "f.yaml"); }, {"f.yaml:2", "runtime.stagger"});
+}
+
 TEST(Config, WarmupLongerThanTheRunIsClippedWithANote) {
   Config c = load_config_text("train:\n  steps: 2\n  warmup_steps: 20\n", "f.yaml");
   EXPECT_EQ(c.train.warmup_steps, 2);
@@ -240,4 +251,22 @@ TEST(Config, TierBudgetsAreByteSizes) {
                {"runtime.tiers.prefetch_distance"});
   expect_error([] { load_config_text(kBase, "base.yaml", {"runtime.tiers.disk.size=1GiB"}); },
                {"unknown key 'runtime.tiers.disk.size'"});
+}
+
+// The startup memory estimate is --dry-run's, less the optimizer state homed on the disk tier.
+TEST(MemoryEstimate, OlmoSoapInMemoryAndThroughTheDiskTier) {
+  const std::string olmo = std::string(ASTERIA_SOURCE_DIR) + "/configs/olmo-1b-soap.yaml";
+  const MemoryEstimate native = process_memory(load_config(olmo, {"runtime.mode=native"}));
+  EXPECT_GT(native.total(), 70.0 * (1ull << 30));   // about 78 GiB: what native mode cannot fit here
+  EXPECT_EQ(native.optimizer_on_disk, 0);
+  const MemoryEstimate tiered = process_memory(load_config(
+      olmo, {"runtime.mode=asteria", "runtime.tiers.device.bytes=7GiB", "runtime.tiers.host.bytes=1GiB"}));
+  EXPECT_GT(tiered.optimizer_on_disk, 20.0 * (1ull << 30));
+  EXPECT_LT(tiered.optimizer, native.optimizer - 20.0 * (1ull << 30));
+  EXPECT_EQ(tiered.params, native.params);
+  EXPECT_EQ(tiered.activations, native.activations);
+  Config limited = load_config(olmo, {"runtime.memory_limit=20GiB"});
+  EXPECT_EQ(memory_limit_bytes(limited, 1), 20ull << 30);
+  expect_error([&] { check_memory(limited, native, 1); }, {"olmo-1b-soap.yaml", "needs about", "but may use 20.00 GiB"});
+  expect_error([] { load_config_text("runtime:\n  memory_limit: lots\n", "f.yaml"); }, {"f.yaml:2", "runtime.memory_limit"});
 }

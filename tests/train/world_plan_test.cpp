@@ -121,7 +121,9 @@ TEST(WorldPlan, OlmoSoapDryRunAt8And64RanksPrintsShardMapAndPerRankMemory) {
     // OLMo-1B's 16 blocks share one map; wte is 25 row-blocks of <= 2048 rows; a block 13.
     EXPECT_TRUE(has(out, "blocks.0 .. blocks.15 (16 layers, each): 67.11M floats, 13 units; largest shard 16.78M floats")) << out;
     // The blocks' ranges go to other ranks layer by layer (shard_model's shifts).
-    if (W == 8) EXPECT_TRUE(has(out, "  owners: rank (range + shift) mod 8, shift 0 ")) << out;
+    if (W == 8) {
+      EXPECT_TRUE(has(out, "  owners: rank (range + shift) mod 8, shift 0 ")) << out;
+    }
     EXPECT_TRUE(has(out, "embed: 103.02M floats, 25 units; largest shard")) << out;
     EXPECT_TRUE(has(out, "head: no parameters")) << out;
     if (W == 8) {

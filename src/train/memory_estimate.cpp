@@ -1,0 +1,94 @@
+#include "train/memory_estimate.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "model/model.hpp"
+#include "train/flops.hpp"
+#include "train/optimizer_factory.hpp"
+#include "train/tier_config.hpp"
+#include "train/world_plan.hpp"
+
+namespace asteria {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %s", b, units[u]);
+  return buf;
+}
+
+MemoryEstimate process_memory(const Config& cfg) {
+  MemoryEstimate m;
+  const std::vector<ParamTable> tables = model_param_tables(cfg.model);
+  const ParamCounts pc = count_params(cfg.model);
+  m.params = m.grads = static_cast<double>(pc.total) * sizeof(float);
+  const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, tables);
+  const TierLayout layout = configured_tier_layout(cfg);
+  double on_disk = 0;
+  for (const auto& by_tier : layout.by_class) on_disk += static_cast<double>(by_tier[static_cast<int>(Tier::Disk)]);
+  m.optimizer_on_disk = on_disk;
+  m.optimizer = static_cast<double>(ob.total()) - on_disk + static_cast<double>(layout.device_cache_bytes);
+  if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch));
+  return m;
+}
+
+MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node) {
+  Config c = cfg;
+  c.distributed.world_size = world;
+  c.distributed.ranks_per_node = ranks_per_node;
+  const WorldPlan plan = plan_world(c);
+  MemoryEstimate m;
+  for (const RankFigures& r : plan.ranks) {
+    if (static_cast<double>(r.total_bytes()) <= m.total()) continue;
+    m.params = static_cast<double>(r.param_bytes);
+    m.grads = static_cast<double>(r.grad_bytes);
+    m.optimizer = static_cast<double>(r.optim.total() + r.comm_buffer_bytes);
+    m.activations = static_cast<double>(r.activation_bytes);
+  }
+  return m;
+}
+
+uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+uint64_t memory_limit_bytes(const Config& cfg, int ranks_on_machine) {
+  const std::string& limit = cfg.runtime.memory_limit;
+  if (limit != "auto") return parse_byte_size(limit);
+  const uint64_t available = available_memory_bytes();
+  if (available == 0) return std::numeric_limits<uint64_t>::max();
+  return available / static_cast<uint64_t>(ranks_on_machine > 0 ? ranks_on_machine : 1);
+}
+
+void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_machine) {
+  const uint64_t limit = memory_limit_bytes(cfg, ranks_on_machine);
+  if (limit == std::numeric_limits<uint64_t>::max() || need.total() <= static_cast<double>(limit)) return;
+  std::ostringstream os;
+  os << cfg.source << ": this run needs about " << human_bytes(need.total()) << " of memory per process (params "
+     << human_bytes(need.params) << ", grads " << human_bytes(need.grads) << ", optimizer state in memory "
+     << human_bytes(need.optimizer) << ", activations " << human_bytes(need.activations) << ") but may use "
+     << human_bytes(static_cast<double>(limit)) << " (runtime.memory_limit " << cfg.runtime.memory_limit;
+  if (cfg.runtime.memory_limit == "auto")
+    os << ": MemAvailable of /proc/meminfo" << (ranks_on_machine > 1 ? " over " + std::to_string(ranks_on_machine) + " ranks" : "");
+  os << "). Put optimizer state on the disk tier (runtime.mode asteria with runtime.tiers budgets), lower "
+        "train.micro_batch, or shard it over more ranks; `--dry-run` shows the estimate";
+  fail(os.str());
+}
+
+}  // namespace asteria

@@ -1,0 +1,45 @@
+#pragma once
+// What a training process of a config holds in memory, and the startup check against the
+// machine's (runtime.memory_limit): a run that cannot fit is refused with the figures before it
+// allocates anything, instead of being killed by the kernel part way.
+//
+// The estimate is the --dry-run's: fp32 parameters and gradients, the optimizer state the tiers
+// keep in memory (the device and host tiers' homes and the device cache region; what is homed on
+// the disk tier is not counted), the rest of the optimizer's buffers, and the activations of one
+// micro-batch. With W ranks it is one rank's (train/world_plan.hpp), times the ranks sharing the
+// machine.
+#include <cstdint>
+#include <string>
+
+#include "train/config.hpp"
+
+namespace asteria {
+
+struct MemoryEstimate {
+  double params = 0, grads = 0;
+  double optimizer = 0;          // in memory (device + host tiers, device cache, buffers)
+  double optimizer_on_disk = 0;  // homed on the disk tier (not counted)
+  double activations = 0;
+  double total() const { return params + grads + optimizer + activations; }
+};
+
+// One process of a single-process run.
+MemoryEstimate process_memory(const Config& cfg);
+// The largest rank of a launch of `world` ranks, `ranks_per_node` to a node (world > 1).
+MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node);
+
+// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
+uint64_t available_memory_bytes();
+
+// runtime.memory_limit in bytes for a process on a machine shared by `ranks_on_machine` ranks:
+// auto: available_memory_bytes() / ranks (UINT64_MAX when unknown); unlimited: UINT64_MAX.
+uint64_t memory_limit_bytes(const Config& cfg, int ranks_on_machine);
+
+// Throws asteria::Error, naming the config, the bytes needed by part and the limit, when
+// `need` exceeds the limit.
+void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_machine);
+
+// "1.50 GiB".
+std::string human_bytes(double bytes);
+
+}  // namespace asteria
