@@ -39,7 +39,9 @@ HeadActivationLayout head_activation_layout(const ModelConfig& cfg, int batch) {
   l.xf = c.take(N * C);
   l.mean = c.take(cfg.norm == NormKind::LayerNorm ? N : 0);
   l.rstd = c.take(N);
-  l.logits = c.take(N * cfg.vocab_size);
+  // Chunked: one chunk's logits, recomputed in the backward.
+  const size_t rows = cfg.head_chunk > 0 ? std::min(N, static_cast<size_t>(cfg.head_chunk)) : N;
+  l.logits = c.take(rows * cfg.vocab_size);
   l.total = c.total;
   return l;
 }

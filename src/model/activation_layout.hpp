@@ -49,7 +49,8 @@ struct BlockActivationLayout {
 struct HeadActivationLayout {
   Span xf;                  // [N, C]   final norm output
   Span mean, rstd;          // [N]
-  Span logits;              // [N, V]   logits, then dL/dlogits
+  Span logits;              // [N, V]   logits, then dL/dlogits; with model.head_chunk k, [k, V]
+                            //          scratch for one chunk (head.hpp)
   size_t total = 0;
 };
 

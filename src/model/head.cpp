@@ -1,9 +1,18 @@
 #include "model/head.hpp"
 
+#include <algorithm>
+
 #include "model/norm.hpp"
 #include "model/ops/linear.hpp"
 
 namespace asteria {
+
+namespace {
+
+// Rows of the LM head at once (model.head_chunk; all N when 0 or larger).
+int head_rows(const ModelConfig& cfg, int N) { return cfg.head_chunk > 0 ? std::min(cfg.head_chunk, N) : N; }
+
+}  // namespace
 
 template <class T>
 ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
@@ -14,20 +23,40 @@ ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const He
   T* logits = L.logits.in(acts);  // [N, V]
   norm_forward(cfg.norm, xf, L.mean.in(acts), L.rstd.in(acts), x, w.norm_f,
                static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
-  ops::linear_forward(logits, xf, w.lm_head, N, C, V, false);
-  return ops::cross_entropy_fused(logits, targets, N, V, cfg.z_loss);
+  const int chunk = head_rows(cfg, N);
+  ops::CrossEntropyResult total;
+  for (int r = 0; r < N; r += chunk) {
+    const int n = std::min(chunk, N - r);
+    ops::linear_forward(logits, xf + static_cast<size_t>(r) * C, w.lm_head, n, C, V, false);
+    const ops::CrossEntropyResult part = ops::cross_entropy_fused(logits, targets + r, n, V, cfg.z_loss, N);
+    total.ce += part.ce;
+    total.z += part.z;
+  }
+  return total;
 }
 
 template <class T>
 void head_backward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
-                   const HeadTensors<T>& dw, const HeadActivationLayout& L, const T* acts,
-                   const T* x, const ScratchLayout& S, T* scratch, T scale) {
+                   const HeadTensors<T>& dw, const HeadActivationLayout& L, T* acts,
+                   const T* x, const int32_t* targets, const ScratchLayout& S, T* scratch, T scale) {
   const int C = cfg.d_model, V = cfg.vocab_size, N = batch * cfg.seq_len;
   const T* xf = L.xf.in(acts);            // [N, C]
-  const T* dlogits = L.logits.in(acts);   // [N, V]
+  T* dlogits = L.logits.in(acts);         // [N, V], or one chunk's [k, V]
   T* dxf = S.dnx.in(scratch);             // [N, C]
   T* dx = S.dres.in(scratch);             // [N, C]
-  ops::linear_backward(dxf, dw.lm_head, dlogits, xf, w.lm_head, N, C, V, scale, false);
+  const int chunk = head_rows(cfg, N);
+  if (chunk == N) {
+    ops::linear_backward(dxf, dw.lm_head, dlogits, xf, w.lm_head, N, C, V, scale, false);
+  } else {
+    // The chunk's logits again, and their gradient as the forward's fused pass left it.
+    for (int r = 0; r < N; r += chunk) {
+      const int n = std::min(chunk, N - r);
+      const T* xr = xf + static_cast<size_t>(r) * C;
+      ops::linear_forward(dlogits, xr, w.lm_head, n, C, V, false);
+      ops::cross_entropy_fused(dlogits, targets + r, n, V, cfg.z_loss, N);
+      ops::linear_backward(dxf + static_cast<size_t>(r) * C, dw.lm_head, dlogits, xr, w.lm_head, n, C, V, scale, false);
+    }
+  }
   norm_backward(cfg.norm, dx, dw.norm_f, dxf, x, w.norm_f, L.mean.in(acts), L.rstd.in(acts), N,
                 C, scale, false);
 }
@@ -41,12 +70,10 @@ template ops::CrossEntropyResult head_forward<double>(const ModelConfig&, int,
                                                       const HeadActivationLayout&, double*,
                                                       const double*, const int32_t*);
 template void head_backward<float>(const ModelConfig&, int, const HeadTensors<float>&,
-                                   const HeadTensors<float>&, const HeadActivationLayout&,
-                                   const float*, const float*, const ScratchLayout&, float*,
-                                   float);
+                                   const HeadTensors<float>&, const HeadActivationLayout&, float*,
+                                   const float*, const int32_t*, const ScratchLayout&, float*, float);
 template void head_backward<double>(const ModelConfig&, int, const HeadTensors<double>&,
-                                    const HeadTensors<double>&, const HeadActivationLayout&,
-                                    const double*, const double*, const ScratchLayout&, double*,
-                                    double);
+                                    const HeadTensors<double>&, const HeadActivationLayout&, double*,
+                                    const double*, const int32_t*, const ScratchLayout&, double*, double);
 
 }  // namespace asteria

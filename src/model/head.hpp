@@ -3,6 +3,11 @@
 //   xf = norm_f(x); logits = xf W[0:V]^T; loss = CE(logits, targets) + z_loss * mean(lse^2)
 // W is lm_head [E, C] (untied) or wte [E, C] (tied). Only the first V = vocab_size rows take
 // part: padded embedding rows get no logits and no gradient (token ids are always < V).
+// model.head_chunk 0: the forward keeps dL/dlogits [N, V] (fused cross-entropy) for the
+// backward. k > 0: rows in chunks of k; the forward computes each chunk's loss and drops its
+// logits, the backward computes them again chunk by chunk (one more [k, C] x [C, V] GEMM per
+// chunk), so the logits of the whole micro-batch never exist. The same rows give the same
+// dL/dlogits either way; the loss sums round in another order.
 #include <cstdint>
 
 #include "model/activation_layout.hpp"
@@ -23,10 +28,12 @@ ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const He
                                      const HeadActivationLayout& layout, T* acts, const T* x,
                                      const int32_t* targets);
 
-// Writes dL/dx into scratch.dres; adds scale * dL/dparams to dw.
+// Writes dL/dx into scratch.dres; adds scale * dL/dparams to dw. targets: the forward's
+// (chunked: the logits are computed again). acts is written only when chunked (the chunk's
+// logits scratch).
 template <class T>
 void head_backward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
-                   const HeadTensors<T>& dw, const HeadActivationLayout& layout, const T* acts,
-                   const T* x, const ScratchLayout& scratch_layout, T* scratch, T scale);
+                   const HeadTensors<T>& dw, const HeadActivationLayout& layout, T* acts,
+                   const T* x, const int32_t* targets, const ScratchLayout& scratch_layout, T* scratch, T scale);
 
 }  // namespace asteria

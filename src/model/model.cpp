@@ -264,7 +264,7 @@ void Model<T>::backward(int l, double grad_scale) {
   const T scale = static_cast<T>(grad_scale);
   if (l == L + 1) {
     head_backward(m.cfg, m.batch, m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
-                  m.scratch_layout, m.scratch.data(), scale);
+                  m.targets.data(), m.scratch_layout, m.scratch.data(), scale);
   } else if (l >= 1) {
     block_backward(m.ctx, m.block_w[l - 1], m.block_dw[l - 1], m.block_layout,
                    m.block_acts[l - 1].data(), m.x(l - 1), m.scratch_layout, m.scratch.data(),

@@ -28,6 +28,11 @@ struct ModelConfig {
   InitKind init = InitKind::Normal;
   double init_std = 0.02;        // for `normal`; truncated at 3 sigma
   double norm_eps = 1e-5;
+  // Rows (tokens) of the LM head and loss computed at once: 0 = the whole micro-batch, with its
+  // [N, V] logits kept for the backward; k > 0 = chunks of k rows, forward and again (recomputed)
+  // in the backward, so only [k, V] logits ever exist (model/head.hpp). Execution only: the same
+  // loss and gradients up to fp32 rounding of the sums.
+  int head_chunk = 0;
 
   int head_dim() const { return d_model / n_heads; }
 };

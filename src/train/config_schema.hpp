@@ -63,6 +63,7 @@ void visit(V& v, ModelConfig& m) {
   v.field("qk_norm", m.qk_norm, any());
   v.field("tied_embeddings", m.tied_embeddings, any());
   v.field("z_loss", m.z_loss, at_least(0));
+  v.field("head_chunk", m.head_chunk, at_least(0));
   v.choice("init", m.init, {{"mitchell", InitKind::Mitchell}, {"normal", InitKind::Normal}});
   v.field("init_std", m.init_std, positive());
   v.field("norm_eps", m.norm_eps, positive());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -60,6 +61,49 @@ TEST_P(ModelGrad, MatchesFiniteDifferencesForEveryTensor) {
   const int per_block = 4 + (cfg.norm == NormKind::RMSNorm ? 2 : 0) + (qk_norm ? 2 : 0);
   const int head = (cfg.norm == NormKind::RMSNorm ? 1 : 0) + (tied ? 0 : 1);
   EXPECT_EQ(tensors, 1 + 2 * per_block + head);
+}
+
+// model.head_chunk: the LM head and loss in chunks of 5 of the 16 rows (the last one short),
+// recomputed in the backward, against the whole micro-batch at once. Each row's logits and
+// dL/dlogits are computed by the same ops either way; only the loss's sum over the chunks and
+// the head weight's gradient, accumulated chunk by chunk, round in another order: equal within
+// fp64 rounding here, and within fp32 rounding in the float model.
+TEST_P(ModelGrad, ChunkedHeadGivesTheSameLossAndGradients) {
+  const auto [arch, tied, qk_norm, z_loss] = GetParam();
+  ModelConfig cfg = arch_config(arch, tied, qk_norm, z_loss);
+  ModelConfig chunked_cfg = cfg;
+  chunked_cfg.head_chunk = 5;
+  const int batch = 2;
+  const auto tokens = testing::random_batch(cfg, batch, 78);
+  auto run = [&](auto& m) {
+    m.init(321);
+    testing::perturb_norm_weights(m, 6);
+    m.set_batch(tokens.inputs.data(), tokens.targets.data());
+    m.zero_grads();
+    const double loss = forward_all(m);
+    backward_all(m, 1.0);
+    return loss;
+  };
+  Model<double> whole(cfg, batch), chunked(chunked_cfg, batch);
+  const double lw = run(whole), lc = run(chunked);
+  EXPECT_NEAR(lc, lw, 1e-13 * std::fabs(lw));
+  for (int l = 0; l < whole.num_layers(); l++)
+    for (size_t i = 0; i < whole.table(l).numel; i++)
+      ASSERT_NEAR(chunked.grads(l)[i], whole.grads(l)[i], 1e-12 * (1 + std::fabs(whole.grads(l)[i]))) << whole.layer_name(l);
+  Model<float> whole_f(cfg, batch), chunked_f(chunked_cfg, batch);
+  const double lwf = run(whole_f), lcf = run(chunked_f);
+  EXPECT_NEAR(lcf, lwf, 1e-6 * std::fabs(lwf));
+  for (int l = 0; l < whole_f.num_layers(); l++) {
+    double gmax = 0, dmax = 0;
+    for (size_t i = 0; i < whole_f.table(l).numel; i++) {
+      gmax = std::max(gmax, static_cast<double>(std::fabs(whole_f.grads(l)[i])));
+      dmax = std::max(dmax, static_cast<double>(std::fabs(whole_f.grads(l)[i] - chunked_f.grads(l)[i])));
+    }
+    EXPECT_LE(dmax, 1e-6 * gmax) << whole_f.layer_name(l);
+  }
+  // Only one chunk's logits are held: (16 - 5) rows x V fewer floats.
+  EXPECT_EQ(model_activation_bytes(cfg, batch) - model_activation_bytes(chunked_cfg, batch),
+            ((16 * cfg.vocab_size + 15) / 16 * 16 - (5 * cfg.vocab_size + 15) / 16 * 16) * sizeof(float));
 }
 
 std::string arch_name(Arch a) {

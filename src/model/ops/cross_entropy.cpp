@@ -10,9 +10,10 @@ namespace asteria::ops {
 
 template <class T>
 CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N, int V,
-                                       double z_loss) {
+                                       double z_loss, int mean_over) {
+  if (mean_over == 0) mean_over = N;
   double ce_sum = 0, z_sum = 0;  // double: sums over many rows
-  const T inv_n = T(1) / static_cast<T>(N);
+  const T inv_n = T(1) / static_cast<T>(mean_over);
 #pragma omp parallel for schedule(static) reduction(+ : ce_sum, z_sum) \
     if (worth_parallel(size_t(N) * V * 4))
   for (int n = 0; n < N; n++) {
@@ -39,11 +40,10 @@ CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N,
     for (int j = 0; j < V; j++) row[j] *= k;
     row[target] -= inv_n;
   }
-  return {ce_sum / N, z_sum / N};
+  return {ce_sum / mean_over, z_sum / mean_over};
 }
 
-template CrossEntropyResult cross_entropy_fused<float>(float*, const int32_t*, int, int, double);
-template CrossEntropyResult cross_entropy_fused<double>(double*, const int32_t*, int, int,
-                                                        double);
+template CrossEntropyResult cross_entropy_fused<float>(float*, const int32_t*, int, int, double, int);
+template CrossEntropyResult cross_entropy_fused<double>(double*, const int32_t*, int, int, double, int);
 
 }  // namespace asteria::ops

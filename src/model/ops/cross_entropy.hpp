@@ -15,8 +15,10 @@ struct CrossEntropyResult {
 };
 
 // logits [N, V] in, dL/dlogits [N, V] out (in place). targets [N], each in [0, V).
+// mean_over: the rows the means and the gradient are over (0: N); a chunk of rows of a larger
+// batch passes the batch's row count, so that its results are its share of the batch's.
 template <class T>
 CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N, int V,
-                                       double z_loss);
+                                       double z_loss, int mean_over = 0);
 
 }  // namespace asteria::ops
