@@ -147,8 +147,9 @@ void ShadowPipeline::sync_slot(int layer, int block, Slot& slot) {
   std::lock_guard<std::mutex> lock(mu_);
   RefreshJob& kept = kept_[layer][block];
   // Shipped: it is the installed state now. A failed refresh leaves the chain where it was.
+  // (rows 0 marks none kept; the buffers stay for the next one.)
   if (slot.ship || (slot.job.status == matfn::Status::Ok && !opt_.preconditioner(layer, block).keep_dropped(slot.job, kept)))
-    kept = RefreshJob{};
+    kept.rows = 0;
 }
 
 void ShadowPipeline::take_snapshot(int layer, int block, const BlockPreconditioner& pc, Slot& slot) {
