@@ -13,6 +13,7 @@
 #include "core/timer.hpp"
 #include "optim/second_order.hpp"
 #include "train/checkpoint_store.hpp"
+#include "train/memory_estimate.hpp"
 
 namespace fs = std::filesystem;
 
@@ -39,16 +40,12 @@ void from_doubles(const std::vector<double>& v, std::vector<T>& out) {
   for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
 }
 
-// MemAvailable of /proc/meminfo, or 0 when unknown.
-double available_memory_bytes() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  double kib = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
-  std::fclose(f);
-  return kib * 1024.0;
+// A refresh job's bases and permutations under `key` (open refreshes and kept versions).
+void put_bases(std::map<std::string, std::vector<double>>& v, const std::string& key, const RefreshJob& job) {
+  v[key + "left_basis"] = job.left_basis;
+  v[key + "right_basis"] = job.right_basis;
+  v[key + "left_perm"] = as_doubles(job.left_perm);
+  v[key + "right_perm"] = as_doubles(job.right_perm);
 }
 
 }  // namespace
@@ -202,10 +199,7 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
                           static_cast<double>(r.job.left_newton_done), static_cast<double>(r.job.right_newton_done)};
       v[key + "left_root"] = r.job.left_root;
       v[key + "right_root"] = r.job.right_root;
-      v[key + "left_basis"] = r.job.left_basis;
-      v[key + "right_basis"] = r.job.right_basis;
-      v[key + "left_perm"] = as_doubles(r.job.left_perm);
-      v[key + "right_perm"] = as_doubles(r.job.right_perm);
+      put_bases(v, key, r.job);
       if (r.job.change >= 0) v[key + "change"] = {r.job.change};   // runtime.coherence.tolerance
     }
     // The coherence registry, per block by its whole-layer index as above: adopted and newest
@@ -224,10 +218,7 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
         const std::string key = "shadow.kept." + std::to_string(k.layer) + "_" + std::to_string(block) + ".";
         v[key + "where"] = {static_cast<double>(k.layer), static_cast<double>(block), static_cast<double>(k.version.rows),
                             static_cast<double>(k.version.cols)};
-        v[key + "left_basis"] = k.version.left_basis;
-        v[key + "right_basis"] = k.version.right_basis;
-        v[key + "left_perm"] = as_doubles(k.version.left_perm);
-        v[key + "right_perm"] = as_doubles(k.version.right_perm);
+        put_bases(v, key, k.version);
       }
     }
   }
@@ -288,7 +279,7 @@ void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s, bool mor
     decided_ = true;
     size_t bytes = 0;
     for (size_t n : sizes_) bytes += n * sizeof(float);
-    const double available = available_memory_bytes();
+    const double available = static_cast<double>(available_memory_bytes());
     if (async_ && available > 0 && static_cast<double>(bytes) > 0.5 * available) {
       std::fprintf(stderr, "asteria-train: note: checkpoint.async: a copy of the state (%.2f GiB) would take more than "
                    "half the memory available (%.2f GiB); checkpoints are written in the step, from the state itself\n",
@@ -435,6 +426,12 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
   const auto value = [&](const std::string& name, size_t n) -> const std::vector<double>& {
     return image_value(image_, name, n, file);
   };
+  const auto get_bases = [&](const std::string& key, RefreshJob& job) {
+    job.left_basis = value(key + "left_basis", 0);
+    job.right_basis = value(key + "right_basis", 0);
+    from_doubles(value(key + "left_perm", 0), job.left_perm);
+    from_doubles(value(key + "right_perm", 0), job.right_perm);
+  };
   const int64_t step = static_cast<int64_t>(value("train.step", 1)[0]);
   if (step != m.step) fail(file, ": holds step ", step, ", its manifest says ", m.step);
   const std::vector<double>& pos = value("loader.position", 2);
@@ -468,10 +465,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
       r.job.right_newton_done = w[7] != 0;
       r.job.left_root = value(key + "left_root", 0);
       r.job.right_root = value(key + "right_root", 0);
-      r.job.left_basis = value(key + "left_basis", 0);
-      r.job.right_basis = value(key + "right_basis", 0);
-      from_doubles(value(key + "left_perm", 0), r.job.left_perm);
-      from_doubles(value(key + "right_perm", 0), r.job.right_perm);
+      get_bases(key, r.job);
       if (image_.values.count(key + "change")) r.job.change = value(key + "change", 1)[0];
       open.push_back(std::move(r));
     }
@@ -488,10 +482,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
         if (k.block < 0) continue;
         k.version.rows = static_cast<int64_t>(w[2]);
         k.version.cols = static_cast<int64_t>(w[3]);
-        k.version.left_basis = value(key + "left_basis", 0);
-        k.version.right_basis = value(key + "right_basis", 0);
-        from_doubles(value(key + "left_perm", 0), k.version.left_perm);
-        from_doubles(value(key + "right_perm", 0), k.version.right_perm);
+        get_bases(key, k.version);
         kept.push_back(std::move(k));
       }
   } else if (std::any_of(image_.values.begin(), image_.values.end(),

@@ -1,7 +1,6 @@
 #include "train/memory_estimate.hpp"
 
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -59,13 +58,15 @@ MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node) {
 }
 
 uint64_t available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return 0;
+  // Line by line: not every line of /proc/meminfo has a unit.
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+  std::fclose(f);
+  return static_cast<uint64_t>(kib) * 1024;
 }
 
 uint64_t memory_limit_bytes(const Config& cfg, int ranks_on_machine) {

@@ -335,11 +335,14 @@ TEST(Soap, ARefreshContinuingFromADroppedVersionWalksTheInstallingChain) {
     RefreshJob job, first, second, kept;
     matfn::Workspace ws;
     const auto g = random_grads(9, m, n, 17);
-    int s = 0;
-    for (; s < 3; ++s) {
-      a->step(g[s].data(), job, ws, false);
-      b->step(g[s].data(), job, ws, false);
-    }
+    // Both blocks take gradients from..to - 1 without refreshing.
+    const auto step_both = [&](int from, int to) {
+      for (int s = from; s < to; ++s) {
+        a->step(g[s].data(), job, ws, false);
+        b->step(g[s].data(), job, ws, false);
+      }
+    };
+    step_both(0, 3);
     // Refresh 1: a installs it; b computes the same and keeps it.
     a->snapshot(first);
     a->compute_refresh(first, ws);
@@ -348,10 +351,7 @@ TEST(Soap, ARefreshContinuingFromADroppedVersionWalksTheInstallingChain) {
     b->compute_refresh(job, ws);
     ASSERT_EQ(job.status, matfn::Status::Ok);
     ASSERT_TRUE(b->keep_dropped(job, kept));
-    for (; s < 6; ++s) {
-      a->step(g[s].data(), job, ws, false);
-      b->step(g[s].data(), job, ws, false);
-    }
+    step_both(3, 6);
     // Refresh 2: a from its installed basis, b from the kept one.
     a->snapshot(second);
     a->compute_refresh(second, ws);
