@@ -21,6 +21,7 @@
 #include "core/timer.hpp"
 #include "model/model.hpp"
 #include "model/ops/attention.hpp"
+#include "model/ops/attention_tiled.hpp"
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/rmsnorm.hpp"
 #include "model/ops/rope.hpp"
@@ -197,6 +198,19 @@ int main(int argc, char** argv) {
     ops::attention_backward(dqkv.data(), slabs.data(), omp_get_max_threads(), y.data(), qkv.data(),
                             att.data(), batch, T, C, NH);
   }));
+  {
+    const int threads = omp_get_max_threads();
+    std::vector<float> stats(static_cast<size_t>(batch) * NH * 2 * T),
+        tiles(threads * ops::attention_tiled_scratch_per_thread(T));
+    std::printf("  %-34s %8.2f\n", "attention tiled fwd (per layer)", 1e3 * time_median([&] {
+      ops::attention_tiled_forward(y.data(), stats.data(), tiles.data(), threads, qkv.data(), batch,
+                                   T, C, NH);
+    }));
+    std::printf("  %-34s %8.2f\n", "attention tiled bwd (per layer)", 1e3 * time_median([&] {
+      ops::attention_tiled_backward(dqkv.data(), tiles.data(), threads, y.data(), qkv.data(),
+                                    stats.data(), batch, T, C, NH);
+    }));
+  }
   std::printf("  %-34s %8.2f\n", "rope fwd q+k", 1e3 * time_median([&] {
     ops::rope_forward(qkv.data(), 3 * C, N, T, 2 * NH, hd, cs.data(), sn.data());
   }));

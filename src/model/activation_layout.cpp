@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/model.hpp"
+#include "model/ops/attention_tiled.hpp"
 
 namespace asteria {
 
@@ -21,7 +22,8 @@ BlockActivationLayout block_activation_layout(const ModelConfig& cfg, int batch)
   l.qkv_raw = c.take(cfg.qk_norm ? N * 3 * C : 0);
   l.q_rstd = c.take(cfg.qk_norm ? N : 0);
   l.k_rstd = c.take(cfg.qk_norm ? N : 0);
-  l.att = c.take(static_cast<size_t>(batch) * cfg.n_heads * T * T);
+  const bool tiled = cfg.attention == AttentionKind::Tiled;
+  l.att = c.take(static_cast<size_t>(batch) * cfg.n_heads * (tiled ? 2 * T : T * T));
   l.atty = c.take(N * C);
   l.mlp_nx = c.take(N * C);
   l.mlp_mean = c.take(layernorm ? N : 0);
@@ -54,16 +56,22 @@ ScratchLayout scratch_layout(const ModelConfig& cfg, int batch, int att_slabs) {
   l.dnx = c.take(N * C);
   l.dmid = c.take(N * std::max(C, F));
   l.dwide = c.take(N * std::max(3 * C, 2 * F));
-  l.att = c.take(static_cast<size_t>(att_slabs) * T * T);
+  const size_t slab = cfg.attention == AttentionKind::Tiled
+                          ? ops::attention_tiled_scratch_per_thread(cfg.seq_len)
+                          : T * T;
+  l.att = c.take(static_cast<size_t>(att_slabs) * slab);
   l.att_slabs = att_slabs;
   l.total = c.total;
   return l;
 }
 
-size_t model_activation_bytes(const ModelConfig& cfg, int batch) {
+size_t model_activation_bytes(const ModelConfig& cfg, int batch,
+                              const ActivationCheckpointing& checkpointing) {
   const size_t N = static_cast<size_t>(batch) * cfg.seq_len;
   const size_t residual = (cfg.n_layers + 1) * N * cfg.d_model;  // x_0 .. x_L
-  const size_t elems = residual + cfg.n_layers * block_activation_layout(cfg, batch).total +
+  const int recomputed = checkpointing.recomputed_blocks(cfg.n_layers);
+  const size_t block_buffers = cfg.n_layers - recomputed + (recomputed > 0 ? 1 : 0);
+  const size_t elems = residual + block_buffers * block_activation_layout(cfg, batch).total +
                        head_activation_layout(cfg, batch).total +
                        scratch_layout(cfg, batch, omp_get_max_threads()).total;
   return elems * sizeof(float);

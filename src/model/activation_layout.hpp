@@ -36,7 +36,8 @@ struct BlockActivationLayout {
   Span qkv;                 // [N, 3C]  attention input (after QK-norm and RoPE)
   Span qkv_raw;             // [N, 3C]  att_qkv output before QK-norm (qk_norm only)
   Span q_rstd, k_rstd;      // [N]      QK-norm statistics (qk_norm only)
-  Span att;                 // [B, NH, T, T] softmax probabilities
+  Span att;                 // full attention: [B, NH, T, T] softmax probabilities;
+                            // tiled: [B, NH, 2, T] their row statistics (ops/attention_tiled.hpp)
   Span atty;                // [N, C]   attention output (heads concatenated)
   Span mlp_nx;              // [N, C]   pre: norm(x1) fed to mlp_up; post: mlp_down output
   Span mlp_mean, mlp_rstd;  // [N]
@@ -60,7 +61,8 @@ struct ScratchLayout {
   Span dnx;                 // [N, C]   gradient at a norm's output / a sublayer's output
   Span dmid;                // [N, max(C, F)]   datty in attention, dact in the MLP
   Span dwide;               // [N, max(3C, 2F)] dqkv in attention, dup in the MLP
-  Span att;                 // [threads, T, T]  per-thread attention backward slabs
+  Span att;                 // per-thread attention slabs: full attention [threads, T, T]
+                            // (backward); tiled [threads, 2 * row block * T] (both directions)
   int att_slabs = 0;
   size_t total = 0;
 };

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "model/norm.hpp"
 #include "model/ops/attention.hpp"
+#include "model/ops/attention_tiled.hpp"
 #include "model/ops/linear.hpp"
 #include "model/ops/rmsnorm.hpp"
 #include "model/ops/rope.hpp"
@@ -54,7 +55,8 @@ void copy_rows(T* dst, const T* src, size_t n) {
 // The attention sublayer up to (not including) att_out: h[N, C] -> atty[N, C].
 template <class T>
 void attention_sublayer_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
-                                const BlockActivationLayout& L, T* acts, const T* h) {
+                                const BlockActivationLayout& L, T* acts, const T* h,
+                                const ScratchLayout& S, T* scratch) {
   const ModelConfig& cfg = *ctx.cfg;
   const int C = cfg.d_model, NH = cfg.n_heads, hd = cfg.head_dim(), Tn = cfg.seq_len;
   const int N = ctx.batch * Tn;
@@ -72,7 +74,11 @@ void attention_sublayer_forward(const BlockContext<T>& ctx, const BlockTensors<T
   }
   // q and k are adjacent in a row: rotate them as 2*NH heads in one pass.
   ops::rope_forward(qkv, 3 * C, N, Tn, 2 * NH, hd, ctx.rope_cos, ctx.rope_sin);
-  ops::attention_forward(L.atty.in(acts), L.att.in(acts), qkv, ctx.batch, Tn, C, NH);
+  if (cfg.attention == AttentionKind::Tiled)
+    ops::attention_tiled_forward(L.atty.in(acts), L.att.in(acts), S.att.in(scratch), S.att_slabs,
+                                 static_cast<const T*>(qkv), ctx.batch, Tn, C, NH);
+  else
+    ops::attention_forward(L.atty.in(acts), L.att.in(acts), static_cast<const T*>(qkv), ctx.batch, Tn, C, NH);
 }
 
 // Backward of attention_sublayer_forward: datty[N, C] -> dqkv[N, 3C] = dL/d(att_qkv output).
@@ -84,8 +90,12 @@ void attention_sublayer_backward(const BlockContext<T>& ctx, const BlockTensors<
   const ModelConfig& cfg = *ctx.cfg;
   const int C = cfg.d_model, NH = cfg.n_heads, hd = cfg.head_dim(), Tn = cfg.seq_len;
   const int N = ctx.batch * Tn;
-  ops::attention_backward(dqkv, att_scratch, att_slabs, datty, L.qkv.in(acts), L.att.in(acts),
-                          ctx.batch, Tn, C, NH);
+  if (cfg.attention == AttentionKind::Tiled)
+    ops::attention_tiled_backward(dqkv, att_scratch, att_slabs, datty, L.qkv.in(acts),
+                                  L.att.in(acts), ctx.batch, Tn, C, NH);
+  else
+    ops::attention_backward(dqkv, att_scratch, att_slabs, datty, L.qkv.in(acts), L.att.in(acts),
+                            ctx.batch, Tn, C, NH);
   ops::rope_backward(dqkv, 3 * C, N, Tn, 2 * NH, hd, ctx.rope_cos, ctx.rope_sin);
   if (cfg.qk_norm) {
     const T* raw = L.qkv_raw.in(acts);
@@ -101,7 +111,8 @@ void attention_sublayer_backward(const BlockContext<T>& ctx, const BlockTensors<
 
 template <class T>
 void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
-                   const BlockActivationLayout& L, T* acts, const T* x, T* out) {
+                   const BlockActivationLayout& L, T* acts, const T* x, T* out,
+                   const ScratchLayout& S, T* scratch) {
   const ModelConfig& cfg = *ctx.cfg;
   const int C = cfg.d_model, F = cfg.mlp_hidden, N = ctx.batch * cfg.seq_len;
   const size_t NC = static_cast<size_t>(N) * C;
@@ -115,7 +126,7 @@ void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
   if (cfg.norm_placement == NormPlacement::Pre) {
     norm_forward(kind, att_nx, L.att_mean.in(acts), L.att_rstd.in(acts), x, w.att_norm,
                  static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
-    attention_sublayer_forward(ctx, w, L, acts, att_nx);
+    attention_sublayer_forward(ctx, w, L, acts, att_nx, S, scratch);
     copy_rows(x1, x, NC);
     ops::linear_forward(x1, L.atty.in(acts), w.att_out, N, C, C, true);  // x1 = x + att
     norm_forward(kind, mlp_nx, L.mlp_mean.in(acts), L.mlp_rstd.in(acts), x1, w.mlp_norm,
@@ -125,7 +136,7 @@ void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
     copy_rows(out, x1, NC);
     ops::linear_forward(out, act, w.mlp_down, N, F, C, true);  // out = x1 + mlp
   } else {
-    attention_sublayer_forward(ctx, w, L, acts, x);
+    attention_sublayer_forward(ctx, w, L, acts, x, S, scratch);
     ops::linear_forward(att_nx, L.atty.in(acts), w.att_out, N, C, C, false);
     norm_forward(kind, x1, L.att_mean.in(acts), L.att_rstd.in(acts), att_nx, w.att_norm, x, N, C,
                  cfg.norm_eps);  // x1 = x + norm(att)
@@ -190,10 +201,11 @@ void block_backward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
 template BlockTensors<float> block_tensors<float>(float*, const ParamTable&);
 template BlockTensors<double> block_tensors<double>(double*, const ParamTable&);
 template void block_forward<float>(const BlockContext<float>&, const BlockTensors<float>&,
-                                   const BlockActivationLayout&, float*, const float*, float*);
+                                   const BlockActivationLayout&, float*, const float*, float*,
+                                   const ScratchLayout&, float*);
 template void block_forward<double>(const BlockContext<double>&, const BlockTensors<double>&,
                                     const BlockActivationLayout&, double*, const double*,
-                                    double*);
+                                    double*, const ScratchLayout&, double*);
 template void block_backward<float>(const BlockContext<float>&, const BlockTensors<float>&,
                                     const BlockTensors<float>&, const BlockActivationLayout&,
                                     const float*, const float*, const ScratchLayout&, float*,

@@ -38,10 +38,14 @@ struct BlockContext {
   const T* rope_sin = nullptr;
 };
 
-// out[B*T, C] = block(x[B*T, C]); saves activations into acts (laid out by `layout`).
+// out[B*T, C] = block(x[B*T, C]); saves activations into acts (laid out by `layout`). The
+// tiled attention works in scratch's attention slabs (nothing else of scratch is touched).
+// A forward again with the same x, weights and buffers reproduces acts and out bit for bit
+// (activation checkpointing relies on it).
 template <class T>
 void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
-                   const BlockActivationLayout& layout, T* acts, const T* x, T* out);
+                   const BlockActivationLayout& layout, T* acts, const T* x, T* out,
+                   const ScratchLayout& scratch_layout, T* scratch);
 
 // On entry scratch.dres holds dL/dout; on exit it holds dL/dx. Adds scale * dL/dparams to dw.
 // Reads the activations saved by the last block_forward with the same x (it does not change

@@ -56,7 +56,12 @@ struct Model<T>::Impl {
   Buffer<int32_t> inputs, targets;  // [N]
   Buffer<T> residual;               // [L + 1, N, C]: x_0 (embedding) .. x_L (last block)
   BlockActivationLayout block_layout;
-  std::vector<Buffer<T>> block_acts;
+  ActivationCheckpointing checkpointing;
+  std::vector<Buffer<T>> kept_acts;           // one per block that keeps its activations
+  Buffer<T> recompute_acts;                   // shared by the recomputed blocks
+  std::vector<T*> block_acts;                 // block i's activations (kept or shared)
+  int recompute_holds = 0;                    // layer whose activations recompute_acts holds
+                                              // (0: none)
   HeadActivationLayout head_layout;
   Buffer<T> head_acts;
   ScratchLayout scratch_layout;
@@ -97,7 +102,9 @@ struct Model<T>::Impl {
 };
 
 template <class T>
-Model<T>::Model(const ModelConfig& cfg, int batch, Storage storage) : impl_(std::make_unique<Impl>()) {
+Model<T>::Model(const ModelConfig& cfg, int batch, Storage storage,
+                const ActivationCheckpointing& checkpointing)
+    : impl_(std::make_unique<Impl>()) {
   validate(cfg, batch);
   Impl& m = *impl_;
   m.cfg = cfg;
@@ -128,7 +135,14 @@ Model<T>::Model(const ModelConfig& cfg, int batch, Storage storage) : impl_(std:
   m.targets.resize(m.N);
   m.residual.resize(static_cast<size_t>(L + 1) * m.N * cfg.d_model);
   m.block_layout = block_activation_layout(cfg, batch);
-  for (int i = 0; i < L; i++) m.block_acts.emplace_back(m.block_layout.total);
+  m.checkpointing = checkpointing;
+  m.kept_acts.reserve(L);
+  for (int i = 0; i < L; i++)
+    if (!checkpointing.recomputes(i)) m.kept_acts.emplace_back(m.block_layout.total);
+  if (checkpointing.recomputed_blocks(L) > 0) m.recompute_acts.resize(m.block_layout.total);
+  for (int i = 0, kept = 0; i < L; i++)
+    m.block_acts.push_back(checkpointing.recomputes(i) ? m.recompute_acts.data()
+                                                       : m.kept_acts[kept++].data());
   m.head_layout = head_activation_layout(cfg, batch);
   m.head_acts.resize(m.head_layout.total);
   m.scratch_layout = scratch_layout(cfg, batch, omp_get_max_threads());
@@ -245,8 +259,9 @@ double Model<T>::forward(int l) {
     return 0.0;
   }
   if (l <= L) {
-    block_forward(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1].data(), m.x(l - 1),
-                  m.x(l));
+    block_forward(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
+                  m.scratch_layout, m.scratch.data());
+    if (recomputes(l)) m.recompute_holds = l;
     return 0.0;
   }
   const auto r = head_forward(m.cfg, m.batch, m.head_w, m.head_layout, m.head_acts.data(), m.x(L),
@@ -254,6 +269,24 @@ double Model<T>::forward(int l) {
   m.ce = r.ce;
   m.z = m.cfg.z_loss * r.z;  // the z-loss part of the loss: ce + z = loss
   return m.ce + m.z;
+}
+
+template <class T>
+bool Model<T>::recomputes(int l) const {
+  const Impl& m = *impl_;
+  return l >= 1 && l <= m.cfg.n_layers && m.checkpointing.recomputes(l - 1);
+}
+
+template <class T>
+void Model<T>::recompute(int l) {
+  Impl& m = *impl_;
+  ASTERIA_ASSERT(recomputes(l), "recompute(", l, "): the layer keeps its activations");
+  if (m.recompute_holds == l) return;
+  // The same call as the forward's, into the same buffers: x(l) is rewritten with the values it
+  // holds, and the activations come out bit for bit as they were.
+  block_forward(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
+                m.scratch_layout, m.scratch.data());
+  m.recompute_holds = l;
 }
 
 template <class T>
@@ -266,9 +299,10 @@ void Model<T>::backward(int l, double grad_scale) {
     head_backward(m.cfg, m.batch, m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
                   m.targets.data(), m.scratch_layout, m.scratch.data(), scale);
   } else if (l >= 1) {
-    block_backward(m.ctx, m.block_w[l - 1], m.block_dw[l - 1], m.block_layout,
-                   m.block_acts[l - 1].data(), m.x(l - 1), m.scratch_layout, m.scratch.data(),
-                   scale);
+    ASTERIA_ASSERT(!recomputes(l) || m.recompute_holds == l, "backward(", l,
+                   "): a recomputed block needs recompute(", l, ") first");
+    block_backward(m.ctx, m.block_w[l - 1], m.block_dw[l - 1], m.block_layout, m.block_acts[l - 1],
+                   m.x(l - 1), m.scratch_layout, m.scratch.data(), scale);
   } else {
     ops::embedding_backward(m.dwte, m.inputs.data(), m.scratch_layout.dres.in(m.scratch.data()),
                             m.N, m.cfg.d_model, scale);
@@ -292,8 +326,8 @@ const T* Model<T>::last_final_hidden() const {
 template <class T>
 size_t Model<T>::activation_bytes() const {
   const Impl& m = *impl_;
-  size_t elems = m.residual.size() + m.head_acts.size() + m.scratch.size();
-  for (const auto& b : m.block_acts) elems += b.size();
+  size_t elems = m.residual.size() + m.head_acts.size() + m.scratch.size() + m.recompute_acts.size();
+  for (const auto& b : m.kept_acts) elems += b.size();
   return elems * sizeof(T);
 }
 

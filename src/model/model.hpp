@@ -13,6 +13,8 @@
 //   set_batch(inputs, targets)                 B x T token ids each (targets = inputs shifted)
 //   forward(0) .. forward(N+1)                 forward(N+1) computes the loss (mean over B*T,
 //                                              plus z-loss when configured) and returns it
+//   [recompute(l)]                             before backward(l) of a block whose activations
+//                                              are not kept (activation_checkpointing.hpp)
 //   backward(N+1) .. backward(0)               gradients are *added* (scaled by grad_scale) to
 //                                              the gradient buffers, so micro-batches accumulate;
 //                                              zero_grads() starts a step
@@ -29,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "model/activation_checkpointing.hpp"
 #include "model/model_config.hpp"
 #include "model/param_table.hpp"
 
@@ -38,7 +41,8 @@ template <class T>
 class Model {
  public:
   enum class Storage { Owned, Bound };
-  Model(const ModelConfig& cfg, int batch, Storage storage = Storage::Owned);
+  Model(const ModelConfig& cfg, int batch, Storage storage = Storage::Owned,
+        const ActivationCheckpointing& checkpointing = {});
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -64,8 +68,14 @@ class Model {
   void set_batch(const int32_t* inputs, const int32_t* targets);
   // Runs layer l forward. Returns the loss for the head layer, 0 otherwise.
   double forward(int l);
+  // Whether layer l is a block whose activations are recomputed for its backward.
+  bool recomputes(int l) const;
+  // Runs block l's forward again from its kept input, so that backward(l) can run; needs
+  // params(l). Nothing is computed when the shared buffer still holds l's activations (the last
+  // recomputed block's, right after the forward).
+  void recompute(int l);
   // Runs layer l backward, adding grad_scale * dLoss/dparams to grads(l) (and to grads(0) for
-  // the tied head).
+  // the tied head). A recomputed block needs recompute(l) first.
   void backward(int l, double grad_scale);
 
   // Loss parts of the last head forward: mean cross-entropy, and the z-loss term with its
@@ -93,7 +103,11 @@ extern template class Model<double>;
 std::vector<ParamTable> model_param_tables(const ModelConfig& cfg);
 // Layer names without allocating a model: "embed", "blocks.0" .. "blocks.N-1", "head".
 std::vector<std::string> model_layer_names(const ModelConfig& cfg);
-// Activation bytes a Model<float> of this config and micro-batch would allocate.
-size_t model_activation_bytes(const ModelConfig& cfg, int batch);
+// Per layer (as model_layer_names), whether it recomputes its activations for its backward.
+std::vector<bool> model_recomputed_layers(const ModelConfig& cfg,
+                                          const ActivationCheckpointing& checkpointing);
+// Activation bytes a Model<float> of this config, micro-batch and checkpointing would allocate.
+size_t model_activation_bytes(const ModelConfig& cfg, int batch,
+                              const ActivationCheckpointing& checkpointing = {});
 
 }  // namespace asteria

@@ -9,6 +9,10 @@ namespace asteria {
 enum class NormKind { LayerNorm, RMSNorm };      // LayerNorm: OLMo-1, without weights
 enum class NormPlacement { Pre, Post };          // Post: OLMo-2, norm after each sublayer
 enum class InitKind { Mitchell, Normal };
+// Full: the softmax probabilities [B, NH, T, T] are kept for the backward (ops/attention.hpp).
+// Tiled: only two floats per query row are kept and the backward recomputes the probabilities
+// a block of rows at a time (ops/attention_tiled.hpp).
+enum class AttentionKind { Full, Tiled };
 
 struct ModelConfig {
   std::string preset;           // name of the preset the fields started from ("" = none)
@@ -33,6 +37,8 @@ struct ModelConfig {
   // in the backward, so only [k, V] logits ever exist (model/head.hpp). Execution only: the same
   // loss and gradients up to fp32 rounding of the sums.
   int head_chunk = 0;
+  // Execution only as well: the same results within fp32 rounding, with and without the T x T.
+  AttentionKind attention = AttentionKind::Tiled;
 
   int head_dim() const { return d_model / n_heads; }
 };
@@ -45,5 +51,6 @@ ModelConfig model_preset(const std::string& name);
 const char* to_string(NormKind);
 const char* to_string(NormPlacement);
 const char* to_string(InitKind);
+const char* to_string(AttentionKind);
 
 }  // namespace asteria

@@ -47,4 +47,11 @@ std::vector<std::string> model_layer_names(const ModelConfig& cfg) {
   return names;
 }
 
+std::vector<bool> model_recomputed_layers(const ModelConfig& cfg,
+                                          const ActivationCheckpointing& checkpointing) {
+  std::vector<bool> recomputed(cfg.n_layers + 2, false);
+  for (int i = 0; i < cfg.n_layers; i++) recomputed[i + 1] = checkpointing.recomputes(i);
+  return recomputed;
+}
+
 }  // namespace asteria

@@ -98,5 +98,6 @@ ModelConfig model_preset(const std::string& name) {
 const char* to_string(NormKind k) { return k == NormKind::LayerNorm ? "layernorm" : "rmsnorm"; }
 const char* to_string(NormPlacement p) { return p == NormPlacement::Pre ? "pre" : "post"; }
 const char* to_string(InitKind k) { return k == InitKind::Mitchell ? "mitchell" : "normal"; }
+const char* to_string(AttentionKind k) { return k == AttentionKind::Tiled ? "tiled" : "full"; }
 
 }  // namespace asteria

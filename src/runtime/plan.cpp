@@ -36,6 +36,7 @@ const char* to_string(OpKind k) {
     case OpKind::AllReduce: return "all_reduce";
     case OpKind::Release: return "release";
     case OpKind::CoherenceSync: return "coherence_sync";
+    case OpKind::Recompute: return "recompute";
   }
   return "?";
 }

@@ -39,8 +39,9 @@ enum class OpKind : uint8_t {
   Release,       // fsdp (compute lane): a gathered layer's buffer given back after its use
   CoherenceSync, // coherence (comm lane): the versions of a layer's blocks publishing now, from
                  //   their owners to the other replicas
+  Recompute,     // model: a checkpointed block's forward again, right before its backward
 };
-constexpr int kNumOpKinds = 20;
+constexpr int kNumOpKinds = 21;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);

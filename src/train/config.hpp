@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/activation_checkpointing.hpp"
 #include "model/model_config.hpp"
 
 namespace asteria {
@@ -75,6 +76,17 @@ struct TrainConfig {
   double final_lr_fraction = 0.1;    // lr at the last step = lr * this
   int64_t stop_after = 0;       // stop (with a checkpoint) after this step, the schedule still
                                 // that of train.steps; 0 = run to train.steps
+  // Which blocks recompute their activations for the backward instead of keeping them
+  // (model/activation_checkpointing.hpp): none, blocks (all), every_k (blocks 0, k, 2k, ...).
+  std::string activation_checkpointing = "none";
+  int checkpoint_every_k = 2;
+  ActivationCheckpointing checkpointing() const {
+    using M = ActivationCheckpointing::Mode;
+    return {activation_checkpointing == "blocks"    ? M::Blocks
+            : activation_checkpointing == "every_k" ? M::EveryK
+                                                    : M::None,
+            checkpoint_every_k};
+  }
 };
 
 // The shadow pipeline (runtime.mode asteria): roots / bases on host workers, published with a

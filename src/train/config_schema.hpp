@@ -64,6 +64,7 @@ void visit(V& v, ModelConfig& m) {
   v.field("tied_embeddings", m.tied_embeddings, any());
   v.field("z_loss", m.z_loss, at_least(0));
   v.field("head_chunk", m.head_chunk, at_least(0));
+  v.choice("attention", m.attention, {{"tiled", AttentionKind::Tiled}, {"full", AttentionKind::Full}});
   v.choice("init", m.init, {{"mitchell", InitKind::Mitchell}, {"normal", InitKind::Normal}});
   v.field("init_std", m.init_std, positive());
   v.field("norm_eps", m.norm_eps, positive());
@@ -126,6 +127,8 @@ void visit(V& v, TrainConfig& t) {
   v.field("warmup_steps", t.warmup_steps, at_least(0));
   v.field("final_lr_fraction", t.final_lr_fraction, in_range(0, 1));
   v.field("stop_after", t.stop_after, at_least(0));
+  v.field("activation_checkpointing", t.activation_checkpointing, one_of({"none", "blocks", "every_k"}));
+  v.field("checkpoint_every_k", t.checkpoint_every_k, at_least(1));
 }
 
 template <class V>

@@ -16,6 +16,19 @@ namespace asteria {
 
 namespace {
 
+// What the activation figure depends on besides the model: "micro-batch 1 x seq 2048,
+// checkpointing blocks, attention tiled, head chunk 512".
+std::string activation_mode(const Config& cfg) {
+  std::string s = "micro-batch " + std::to_string(cfg.train.micro_batch) + " x seq " +
+                  std::to_string(cfg.model.seq_len) + ", checkpointing " +
+                  cfg.train.activation_checkpointing;
+  if (cfg.train.activation_checkpointing == "every_k")
+    s += " (k = " + std::to_string(cfg.train.checkpoint_every_k) + ")";
+  s += std::string(", attention ") + to_string(cfg.model.attention);
+  if (cfg.model.head_chunk > 0) s += ", head chunk " + std::to_string(cfg.model.head_chunk);
+  return s;
+}
+
 std::string human_count(double n) {
   char buf[32];
   if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.3fB", n / 1e9);
@@ -240,8 +253,8 @@ std::string world_report(const Config& cfg) {
                            "  (the reduce-scatter's receive buffer: the rank's largest shard of a layer)"
                      : std::string("none  (the all-reduce runs in place)"))
      << "\n"
-     << "activations:      " << human_bytes(static_cast<double>(r0.activation_bytes)) << "  (micro-batch "
-     << cfg.train.micro_batch << " x seq " << cfg.model.seq_len << ")\n"
+     << "activations:      " << human_bytes(static_cast<double>(r0.activation_bytes)) << "  ("
+     << activation_mode(cfg) << ")\n"
      << "total (peak):     " << min_max(plan, [](const RankFigures& f) { return f.total_bytes(); }) << "\n\n";
 
   os << "# comm per step, per rank (the data it moves at least, as metrics.jsonl comm_bytes counts it)\n";
@@ -306,7 +319,7 @@ std::string dry_run_report(const Config& cfg) {
   const double p = static_cast<double>(pc.total) * sizeof(float);
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, model_param_tables(cfg.model));
   const double opt = static_cast<double>(ob.total());
-  const double act = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch));
+  const double act = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
   os << "# memory estimate (fp32, one process)\n"
      << "params:           " << human_bytes(p) << "\n"
      << "grads:            " << human_bytes(p) << "\n"
@@ -322,8 +335,7 @@ std::string dry_run_report(const Config& cfg) {
     os << "  compensation:   " << human_bytes(static_cast<double>(ob.compensation))
        << "  (optim.compensated_updates: one float per parameter)\n";
   os
-     << "activations:      " << human_bytes(act) << "  (micro-batch " << cfg.train.micro_batch
-     << " x seq " << cfg.model.seq_len << ")\n"
+     << "activations:      " << human_bytes(act) << "  (" << activation_mode(cfg) << ")\n"
      << "total:            " << human_bytes(2 * p + opt + act) << "\n";
   // What the process holds with the tiers' placement, and what the startup check compares it with.
   const MemoryEstimate mem = process_memory(cfg);

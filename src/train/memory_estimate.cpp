@@ -37,7 +37,7 @@ MemoryEstimate process_memory(const Config& cfg) {
   m.optimizer_on_disk = on_disk;
   m.optimizer = static_cast<double>(ob.total()) - on_disk + static_cast<double>(layout.device_cache_bytes);
   if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
-  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch));
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
   return m;
 }
 

@@ -1,12 +1,16 @@
 #pragma once
 // The plan contributors of a training step on one process:
-//   ModelStepOps      load_batch(m), forward(l, m), backward(l, m)
+//   ModelStepOps      load_batch(m), forward(l, m), [recompute(l, m)], backward(l, m); the
+//                     recompute of a block whose activations are not kept (activation
+//                     checkpointing), after its parameters are gathered for the backward
 //   OptimizerStepOps  grad_norm(l) after the last micro-batch's backward of l (with several
 //                     ranks: after the gradient's reduction too, placed one backward later so
 //                     the compute lane runs on while the comm lane reduces), clip_grads,
 //                     optim_step(l) (which also zeroes the layer's gradient for the next step)
 // A forward or backward waits for the layer's gather of its micro-batch when the plan has one.
 // They only describe the step; the trainer binds the handlers that do the work.
+#include <vector>
+
 #include "runtime/plan_builder.hpp"
 
 namespace asteria {
@@ -14,13 +18,16 @@ namespace asteria {
 class ModelStepOps final : public PlanContributor {
  public:
   // tied_head: the head reads the embedding matrix and adds to its gradient.
-  explicit ModelStepOps(bool tied_head) : tied_head_(tied_head) {}
+  // recomputed[l]: layer l recomputes its activations before its backward (empty: none does).
+  explicit ModelStepOps(bool tied_head, std::vector<bool> recomputed = {})
+      : tied_head_(tied_head), recomputed_(std::move(recomputed)) {}
   void micro_begin(PlanBuilder& b, int micro) override;
   void forward(PlanBuilder& b, int layer, int micro) override;
   void backward(PlanBuilder& b, int layer, int micro) override;
 
  private:
   bool tied_head_;
+  std::vector<bool> recomputed_;
 };
 
 class OptimizerStepOps final : public PlanContributor {

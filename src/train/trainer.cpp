@@ -116,7 +116,8 @@ struct Trainer::Impl {
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
   std::string resume_dir;                       // the checkpoint restored, or ""
   ResumePoint resumed;
-  ModelStepOps model_ops{cfg.model.tied_embeddings};
+  ModelStepOps model_ops{cfg.model.tied_embeddings,
+                         model_recomputed_layers(cfg.model, cfg.train.checkpointing())};
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
   Plan plan;
@@ -180,7 +181,7 @@ struct Trainer::Impl {
     sharding = std::make_unique<Sharding>(cfg.distributed.fsdp, topo, tables, cfg.optim.max_preconditioner_dim);
     if (sharding->sharded()) {
       // ZeRO-3: the model runs on whole-layer buffers bound in flight; a rank keeps only its shards.
-      model = std::make_unique<Model<float>>(cfg.model, B, Model<float>::Storage::Bound);
+      model = std::make_unique<Model<float>>(cfg.model, B, Model<float>::Storage::Bound, cfg.train.checkpointing());
       const int L = model->num_layers();
       const bool tied = cfg.model.tied_embeddings;
       param_slots = std::make_unique<LayerSlots>("parameter", ShardingPlanOps::param_buffers(cfg.distributed.prefetch, L, tied),
@@ -196,7 +197,7 @@ struct Trainer::Impl {
         release_params(l);
       }
     } else {
-      model = std::make_unique<Model<float>>(cfg.model, B);
+      model = std::make_unique<Model<float>>(cfg.model, B, Model<float>::Storage::Owned, cfg.train.checkpointing());
       model->init(cfg.seed);
     }
     const std::vector<ParamTable>& owned = sharding->owned_tables();
@@ -314,6 +315,7 @@ struct Trainer::Impl {
       double loss = model->forward(op.layer);
       if (op.layer == last) loss_sum += loss;
     });
+    executor->bind(OpKind::Recompute, [this](const Op& op) { model->recompute(op.layer); });
     executor->bind(OpKind::Backward, [this, grad_scale, last](const Op& op) {
       if (grad_slots) {
         // Sharded: a zeroed gradient buffer for the layer (and the embedding's, for the tied head).
@@ -471,6 +473,7 @@ struct Trainer::Impl {
       // grad_norm for its reduction: the comm not hidden behind compute), its comm lane's time
       // in collectives and the bytes it moved.
       const double comm_wait_s = executor->wait_seconds(OpKind::Forward) + executor->wait_seconds(OpKind::Backward) +
+                                 executor->wait_seconds(OpKind::Recompute) +
                                  executor->wait_seconds(OpKind::GradNorm);
       const CommBytes bytes = sharding->take_bytes();
       std::fill(shared.begin(), shared.end(), 0.0);
@@ -520,6 +523,7 @@ struct Trainer::Impl {
           {"step_time_s", step_s},
           {"data_s", executor->seconds(OpKind::LoadBatch)},
           {"fwd_s", executor->seconds(OpKind::Forward)},
+          {"recompute_s", executor->seconds(OpKind::Recompute)},
           {"bwd_s", executor->seconds(OpKind::Backward)},
           {"optim_s", executor->seconds(OpKind::GradNorm) + executor->seconds(OpKind::ClipGrads) +
                           executor->seconds(OpKind::OptimStep)},
@@ -657,7 +661,8 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   const auto tables = model_param_tables(cfg.model);
   const std::vector<std::string> names = model_layer_names(cfg.model);
   const int L = static_cast<int>(tables.size());
-  ModelStepOps model_ops(cfg.model.tied_embeddings);
+  ModelStepOps model_ops(cfg.model.tied_embeddings,
+                         model_recomputed_layers(cfg.model, cfg.train.checkpointing()));
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
   builder.add_contributor(&model_ops);

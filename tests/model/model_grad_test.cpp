@@ -5,11 +5,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 #include <cmath>
 #include <string>
 #include <tuple>
 
 #include "grad_check.hpp"
+#include "model/activation_layout.hpp"
 #include "model/model.hpp"
 #include "model_test_util.hpp"
 
@@ -104,6 +107,78 @@ TEST_P(ModelGrad, ChunkedHeadGivesTheSameLossAndGradients) {
   // Only one chunk's logits are held: (16 - 5) rows x V fewer floats.
   EXPECT_EQ(model_activation_bytes(cfg, batch) - model_activation_bytes(chunked_cfg, batch),
             ((16 * cfg.vocab_size + 15) / 16 * 16 - (5 * cfg.vocab_size + 15) / 16 * 16) * sizeof(float));
+}
+
+// train.activation_checkpointing: a recomputed block runs the forward's operations again on the
+// same input into the same buffers, so its activations, and the gradients, come out bit for bit
+// as without checkpointing. Three blocks (all recomputed; every_k = 2: blocks 0 and 2) and two
+// micro-batches, so that a recompute follows other blocks' forwards into the shared buffer.
+TEST_P(ModelGrad, ActivationCheckpointingGivesBitIdenticalGradients) {
+  const auto [arch, tied, qk_norm, z_loss] = GetParam();
+  ModelConfig cfg = arch_config(arch, tied, qk_norm, z_loss);
+  cfg.n_layers = 3;
+  const int batch = 2;
+  const auto micro0 = testing::random_batch(cfg, batch, 81), micro1 = testing::random_batch(cfg, batch, 82);
+  using Mode = ActivationCheckpointing::Mode;
+  auto run = [&](const ActivationCheckpointing& ckpt, std::vector<double>& losses) {
+    auto m = std::make_unique<Model<float>>(cfg, batch, Model<float>::Storage::Owned, ckpt);
+    m->init(99);
+    testing::perturb_norm_weights(*m, 7);
+    m->zero_grads();
+    for (const auto* t : {&micro0, &micro1}) {
+      m->set_batch(t->inputs.data(), t->targets.data());
+      losses.push_back(forward_all(*m));
+      backward_all(*m, 0.5);
+    }
+    return m;
+  };
+  std::vector<double> ref_losses;
+  const auto ref = run({}, ref_losses);
+  for (const ActivationCheckpointing ckpt : {ActivationCheckpointing{Mode::Blocks, 1},
+                                             ActivationCheckpointing{Mode::EveryK, 2}}) {
+    std::vector<double> losses;
+    const auto m = run(ckpt, losses);
+    EXPECT_EQ(losses, ref_losses);
+    for (int l = 0; l < m->num_layers(); l++) {
+      EXPECT_EQ(m->recomputes(l), l >= 1 && l <= 3 && (ckpt.mode == Mode::Blocks || (l - 1) % 2 == 0));
+      for (size_t i = 0; i < m->table(l).numel; i++)
+        ASSERT_EQ(m->grads(l)[i], ref->grads(l)[i]) << m->layer_name(l) << " [" << i << "]";
+    }
+    // One block buffer (the shared one) instead of three, or two (block 1's and the shared).
+    const size_t block = block_activation_layout(cfg, batch).total * sizeof(float);
+    EXPECT_EQ(ref->activation_bytes() - m->activation_bytes(), (ckpt.mode == Mode::Blocks ? 2 : 1) * block);
+    EXPECT_EQ(m->activation_bytes(), model_activation_bytes(cfg, batch, ckpt));
+  }
+}
+
+// model.attention: the tiled kernel (no T x T kept) against the full one, in the whole model.
+TEST_P(ModelGrad, TiledAttentionMatchesFullAttention) {
+  const auto [arch, tied, qk_norm, z_loss] = GetParam();
+  ModelConfig tiled = arch_config(arch, tied, qk_norm, z_loss), full = tiled;
+  tiled.attention = AttentionKind::Tiled;
+  full.attention = AttentionKind::Full;
+  const int batch = 2;
+  const auto tokens = testing::random_batch(tiled, batch, 83);
+  auto run = [&](Model<float>& m) {
+    m.init(17);
+    testing::perturb_norm_weights(m, 8);
+    m.set_batch(tokens.inputs.data(), tokens.targets.data());
+    m.zero_grads();
+    const double loss = forward_all(m);
+    backward_all(m, 1.0);
+    return loss;
+  };
+  Model<float> mt(tiled, batch), mf(full, batch);
+  const double lt = run(mt), lf = run(mf);
+  EXPECT_NEAR(lt, lf, 1e-6 * std::fabs(lf));
+  for (int l = 0; l < mf.num_layers(); l++) {
+    double gmax = 0, dmax = 0;
+    for (size_t i = 0; i < mf.table(l).numel; i++) {
+      gmax = std::max(gmax, static_cast<double>(std::fabs(mf.grads(l)[i])));
+      dmax = std::max(dmax, static_cast<double>(std::fabs(mf.grads(l)[i] - mt.grads(l)[i])));
+    }
+    EXPECT_LE(dmax, 1e-5 * gmax) << mf.layer_name(l);
+  }
 }
 
 std::string arch_name(Arch a) {

@@ -58,7 +58,10 @@ double forward_all(Model<T>& m) {
 
 template <class T>
 void backward_all(Model<T>& m, double grad_scale) {
-  for (int l = m.num_layers() - 1; l >= 0; l--) m.backward(l, grad_scale);
+  for (int l = m.num_layers() - 1; l >= 0; l--) {
+    if (m.recomputes(l)) m.recompute(l);  // as the plan's recompute op does
+    m.backward(l, grad_scale);
+  }
 }
 
 }  // namespace asteria::testing

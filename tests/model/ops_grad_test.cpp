@@ -7,6 +7,7 @@
 
 #include "grad_check.hpp"
 #include "model/ops/attention.hpp"
+#include "model/ops/attention_tiled.hpp"
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/embedding.hpp"
 #include "model/ops/layernorm.hpp"
@@ -186,6 +187,32 @@ TEST(OpsGrad, AttentionAcrossRowBlocks) {
   // T > kAttentionRowBlock exercises the blocked causal path (off-diagonal and ragged blocks).
   static_assert(ops::kAttentionRowBlock < 150);
   check_attention(1, ops::kAttentionRowBlock + 13, 8, 2, 600, 8);
+}
+
+// The tiled attention (no T x T kept): its backward recomputes the probabilities from the
+// saved row statistics; checked the same way, in fp64.
+void check_attention_tiled(int B, int T, int C, int NH, size_t max_checks, uint64_t seed) {
+  TestRng rng(seed);
+  const int slabs = 3;
+  Vec qkv = rng.vec(static_cast<size_t>(B) * T * 3 * C, 1.5), R = rng.vec(B * T * C);
+  Vec out(B * T * C), stats(static_cast<size_t>(B) * NH * 2 * T),
+      scratch(slabs * ops::attention_tiled_scratch_per_thread(T));
+  auto f = [&] {
+    ops::attention_tiled_forward(out.data(), stats.data(), scratch.data(), slabs, qkv.data(), B,
+                                 T, C, NH);
+    return dot(out, R);
+  };
+  f();
+  Vec dqkv(qkv.size(), 7.0);
+  ops::attention_tiled_backward(dqkv.data(), scratch.data(), slabs, R.data(), qkv.data(),
+                                stats.data(), B, T, C, NH);
+  EXPECT_LT(max_gradient_error(f, qkv.data(), dqkv.data(), qkv.size(), max_checks), kTol);
+}
+
+TEST(OpsGrad, AttentionTiledSmall) { check_attention_tiled(2, 5, 8, 2, 1u << 30, 7); }
+
+TEST(OpsGrad, AttentionTiledAcrossRowBlocks) {
+  check_attention_tiled(1, 2 * ops::kAttentionRowBlock + 13, 8, 2, 600, 8);
 }
 
 TEST(OpsGrad, SwiGLU) {

@@ -2,12 +2,14 @@
 // z-loss, and the vectorizable exp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <vector>
 
 #include "grad_check.hpp"
 #include "model/ops/attention.hpp"
+#include "model/ops/attention_tiled.hpp"
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/fast_exp.hpp"
 #include "model/ops/rope.hpp"
@@ -97,6 +99,37 @@ TEST(AttentionValues, FirstPositionCopiesItsValue) {
       for (int j = 0; j <= t; j++) s += att[(h * T + t) * T + j];
       EXPECT_NEAR(s, 1.0, 1e-14);
     }
+}
+
+// The tiled attention against the one that keeps the probabilities, in fp32 as trained: the same
+// operations, but the vectorized row sums start at other alignments and dK / dV are summed one
+// row block at a time, so the two agree within fp32 rounding, not bit for bit.
+TEST(AttentionValues, TiledMatchesFull) {
+  for (const int T : {7, 2 * ops::kAttentionRowBlock + 5}) {
+    const int B = 2, C = 16, NH = 2, slabs = 2;
+    testing::TestRng rng(13);
+    std::vector<float> qkv(static_cast<size_t>(B) * T * 3 * C), dout(B * T * C);
+    for (auto& v : qkv) v = static_cast<float>(2 * rng.uniform() - 1);
+    for (auto& v : dout) v = static_cast<float>(2 * rng.uniform() - 1);
+    std::vector<float> out_full(B * T * C), att(static_cast<size_t>(B) * NH * T * T),
+        full_scratch(static_cast<size_t>(slabs) * T * T), dqkv_full(qkv.size());
+    ops::attention_forward(out_full.data(), att.data(), qkv.data(), B, T, C, NH);
+    ops::attention_backward(dqkv_full.data(), full_scratch.data(), slabs, dout.data(), qkv.data(),
+                            att.data(), B, T, C, NH);
+    std::vector<float> out_tiled(B * T * C), stats(static_cast<size_t>(B) * NH * 2 * T),
+        scratch(slabs * ops::attention_tiled_scratch_per_thread(T)), dqkv_tiled(qkv.size());
+    ops::attention_tiled_forward(out_tiled.data(), stats.data(), scratch.data(), slabs,
+                                 qkv.data(), B, T, C, NH);
+    ops::attention_tiled_backward(dqkv_tiled.data(), scratch.data(), slabs, dout.data(),
+                                  qkv.data(), stats.data(), B, T, C, NH);
+    double max_out = 0, max_abs = 0;
+    for (float o : out_full) max_out = std::max(max_out, std::fabs(static_cast<double>(o)));
+    for (size_t i = 0; i < out_full.size(); i++)
+      ASSERT_NEAR(out_tiled[i], out_full[i], 1e-6 * max_out) << "T " << T << " output " << i;
+    for (float g : dqkv_full) max_abs = std::max(max_abs, std::fabs(static_cast<double>(g)));
+    for (size_t i = 0; i < dqkv_full.size(); i++)
+      ASSERT_NEAR(dqkv_tiled[i], dqkv_full[i], 1e-5 * max_abs) << "T " << T << " dqkv " << i;
+  }
 }
 
 TEST(CrossEntropyValues, HandComputed) {

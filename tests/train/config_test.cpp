@@ -257,7 +257,7 @@ TEST(Config, TierBudgetsAreByteSizes) {
 TEST(MemoryEstimate, OlmoSoapInMemoryAndThroughTheDiskTier) {
   const std::string olmo = std::string(ASTERIA_SOURCE_DIR) + "/configs/olmo-1b-soap.yaml";
   const MemoryEstimate native = process_memory(load_config(olmo, {"runtime.mode=native"}));
-  EXPECT_GT(native.total(), 70.0 * (1ull << 30));   // about 78 GiB: what native mode cannot fit here
+  EXPECT_GT(native.total(), 60.0 * (1ull << 30));   // about 66 GiB: what native mode cannot fit here
   EXPECT_EQ(native.optimizer_on_disk, 0);
   const MemoryEstimate tiered = process_memory(load_config(
       olmo, {"runtime.mode=asteria", "runtime.tiers.device.bytes=7GiB", "runtime.tiers.host.bytes=1GiB"}));

@@ -7,7 +7,7 @@
 #include <cstddef>
 
 #include "core/gemm.hpp"
-#include "model/ops/fast_exp.hpp"
+#include "model/ops/causal_softmax.hpp"
 #include "model/ops/parallel.hpp"
 
 namespace asteria::ops {
@@ -30,23 +30,7 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int seq_len, int C, 
       // S[r0:r1, 0:r1] = scale * Q[r0:r1] K[0:r1]^T
       cpu::gemm(false, true, rows, r1, hd, scale, q + static_cast<size_t>(r0) * ld, ld, k, ld, T(0),
                 p + static_cast<size_t>(r0) * Tn, Tn);
-      for (int t = r0; t < r1; t++) {
-        T* row = p + static_cast<size_t>(t) * Tn;  // [T], keys 0..t valid
-        T mx = row[0];
-#pragma omp simd reduction(max : mx)
-        for (int j = 1; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
-        T sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j <= t; j++) {
-          const T e = fast_exp(row[j] - mx);
-          row[j] = e;
-          sum += e;
-        }
-        const T inv = T(1) / sum;
-#pragma omp simd
-        for (int j = 0; j <= t; j++) row[j] *= inv;
-        for (int j = t + 1; j < r1; j++) row[j] = 0;  // masked, read by the P V product below
-      }
+      causal_softmax_rows(p + static_cast<size_t>(r0) * Tn, Tn, r0, r1);
       // out[r0:r1] = P[r0:r1, 0:r1] V[0:r1]
       cpu::gemm(false, false, rows, hd, r1, T(1), p + static_cast<size_t>(r0) * Tn, Tn, v, ld, T(0),
                 o + static_cast<size_t>(r0) * C, C);
