@@ -340,7 +340,7 @@ std::string dry_run_report(const Config& cfg) {
   // What the process holds with the tiers' placement, and what the startup check compares it with.
   const MemoryEstimate mem = process_memory(cfg);
   os << "in memory:        " << human_bytes(mem.total()) << "  (optimizer state on the disk tier: "
-     << human_bytes(mem.optimizer_on_disk) << ")\n";
+     << human_bytes(mem.optimizer_on_disk) << "; refresh buffers: " << human_bytes(mem.refresh_work) << ")\n";
   const uint64_t limit = memory_limit_bytes(cfg, 1);
   os << "memory limit:     "
      << (limit == UINT64_MAX ? std::string("none") : human_bytes(static_cast<double>(limit)))

@@ -1,11 +1,15 @@
 #include "train/memory_estimate.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "model/model.hpp"
+#include "optim/blocks.hpp"
 #include "train/flops.hpp"
 #include "train/optimizer_factory.hpp"
 #include "train/tier_config.hpp"
@@ -25,6 +29,43 @@ std::string human_bytes(double b) {
   return buf;
 }
 
+namespace {
+
+// A refresh job of a rows x cols block: both factors and both bases (or roots) in fp64.
+double refresh_job_bytes(int64_t rows, int64_t cols) {
+  return 2.0 * sizeof(double) * static_cast<double>(rows * rows + cols * cols);
+}
+
+// dsyevd's workspace for one n x n side (work 1 + 6n + 2n^2 doubles) and the eigenvalues and
+// matrix copy around it.
+double eigh_workspace_bytes(int64_t n) {
+  return sizeof(double) * (3.0 * static_cast<double>(n * n) + 8.0 * static_cast<double>(n));
+}
+
+double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tables) {
+  if (cfg.optim.name == "adamw") return 0;
+  double largest_job = 0, largest_grad = 0, largest_ws = 0, all_jobs = 0;
+  for (int l = 0; l < static_cast<int>(tables.size()); ++l)
+    for (const MatrixBlock& b : layer_blocks(l, tables[l], cfg.optim.max_preconditioner_dim,
+                                             cfg.optim.precondition_embeddings)) {
+      const double job = refresh_job_bytes(b.rows, b.cols);
+      largest_job = std::max(largest_job, job);
+      largest_grad = std::max(largest_grad, static_cast<double>(b.rows * b.cols) * sizeof(float));
+      largest_ws = std::max(largest_ws, eigh_workspace_bytes(std::max(b.rows, b.cols)));
+      all_jobs += job;
+    }
+  const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
+  double bytes = threads * (largest_job + largest_grad + largest_ws);
+  if (cfg.runtime.mode == "asteria") {
+    bytes += cfg.runtime.shadow.threads * largest_ws;
+    const int64_t sync_steps = cfg.runtime.shadow.sync_steps >= 0 ? cfg.runtime.shadow.sync_steps : cfg.train.warmup_steps;
+    if (sync_steps < cfg.train.steps) bytes += all_jobs;
+  }
+  return bytes;
+}
+
+}  // namespace
+
 MemoryEstimate process_memory(const Config& cfg) {
   MemoryEstimate m;
   const std::vector<ParamTable> tables = model_param_tables(cfg.model);
@@ -38,6 +79,7 @@ MemoryEstimate process_memory(const Config& cfg) {
   m.optimizer = static_cast<double>(ob.total()) - on_disk + static_cast<double>(layout.device_cache_bytes);
   if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
   m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
+  m.refresh_work = refresh_work_bytes(cfg, tables);
   return m;
 }
 
@@ -83,7 +125,9 @@ void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_ma
   std::ostringstream os;
   os << cfg.source << ": this run needs about " << human_bytes(need.total()) << " of memory per process (params "
      << human_bytes(need.params) << ", grads " << human_bytes(need.grads) << ", optimizer state in memory "
-     << human_bytes(need.optimizer) << ", activations " << human_bytes(need.activations) << ") but may use "
+     << human_bytes(need.optimizer) << ", activations " << human_bytes(need.activations);
+  if (need.refresh_work > 0) os << ", refresh buffers " << human_bytes(need.refresh_work);
+  os << ") but may use "
      << human_bytes(static_cast<double>(limit)) << " (runtime.memory_limit " << cfg.runtime.memory_limit;
   if (cfg.runtime.memory_limit == "auto")
     os << ": MemAvailable of /proc/meminfo" << (ranks_on_machine > 1 ? " over " + std::to_string(ranks_on_machine) + " ranks" : "");

@@ -20,7 +20,12 @@ struct MemoryEstimate {
   double optimizer = 0;          // in memory (device + host tiers, device cache, buffers)
   double optimizer_on_disk = 0;  // homed on the disk tier (not counted)
   double activations = 0;
-  double total() const { return params + grads + optimizer + activations; }
+  // Working buffers of the second-order refreshes: each compute thread's (the largest block's
+  // factors and bases in fp64, its eigensolver workspace, one gradient block), the shadow
+  // workers' workspaces, and in asteria mode, when refreshes are shadowed (after
+  // runtime.shadow.sync_steps), the job buffers the pipeline keeps per block.
+  double refresh_work = 0;
+  double total() const { return params + grads + optimizer + activations + refresh_work; }
 };
 
 // One process of a single-process run.

@@ -638,15 +638,15 @@ struct Trainer::Impl {
     if (writer()) progress.finish();
     check_replicas_identical("the end of training");
     result.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
-    // The whole parameters on every rank (gathered from the shards when sharded).
+    // Sharded: the whole parameters on every rank, gathered from the shards now (a collective,
+    // so not on demand). One process reads them from the model when asked, so that a model that
+    // fills the machine is not copied at the end.
     final_params.clear();
-    for (int l = 0; l < model->num_layers(); ++l) {
-      std::vector<float>& p = final_params.emplace_back(model->table(l).numel);
-      if (sharding->sharded())
+    if (sharding->sharded())
+      for (int l = 0; l < model->num_layers(); ++l) {
+        std::vector<float>& p = final_params.emplace_back(model->table(l).numel);
         sharding->gather(l, p.data(), "gather of " + model->layer_name(l) + " after the last step");
-      else
-        std::copy(model->params(l), model->params(l) + p.size(), p.data());
-    }
+      }
     return result;
   }
 };
@@ -654,7 +654,11 @@ struct Trainer::Impl {
 Trainer::Trainer(const Config& cfg, Communicator* world) : impl_(std::make_unique<Impl>(cfg, world)) {}
 Trainer::~Trainer() = default;
 TrainResult Trainer::run() { return impl_->run(); }
-const std::vector<float>& Trainer::final_params(int layer) const { return impl_->final_params.at(layer); }
+std::vector<float> Trainer::final_params(int layer) const {
+  if (!impl_->final_params.empty()) return impl_->final_params.at(layer);
+  const float* p = impl_->model->params(layer);
+  return std::vector<float>(p, p + impl_->model->table(layer).numel);
+}
 int Trainer::num_layers() const { return impl_->model->num_layers(); }
 
 std::string describe_step_plan(const Config& cfg, int64_t step) {

@@ -46,8 +46,9 @@ class Trainer {
   ~Trainer();
   TrainResult run();
 
-  // Parameters of layer l (tests compare runs bit for bit).
-  const std::vector<float>& final_params(int layer) const;
+  // Parameters of layer l after run(), the whole layer on every rank (tests compare runs bit for
+  // bit). A copy, made when asked (gathered at the end of run() when sharded).
+  std::vector<float> final_params(int layer) const;
   int num_layers() const;
 
  private:

@@ -54,7 +54,10 @@ inline std::vector<float> train_params(const Config& cfg) {
   Trainer t(cfg);
   t.run();
   std::vector<float> all;
-  for (int l = 0; l < t.num_layers(); ++l) all.insert(all.end(), t.final_params(l).begin(), t.final_params(l).end());
+  for (int l = 0; l < t.num_layers(); ++l) {
+    const std::vector<float> p = t.final_params(l);
+    all.insert(all.end(), p.begin(), p.end());
+  }
   return all;
 }
 
