@@ -44,10 +44,10 @@ ShadowPipeline::~ShadowPipeline() {
   opt_.set_refresh_policy(nullptr);
 }
 
-ShadowPipeline::SlotPtr ShadowPipeline::acquire(BlockQueue& q) {
-  if (q.free.empty()) return std::make_shared<Slot>();
-  SlotPtr s = q.free.back();
-  q.free.pop_back();
+ShadowPipeline::SlotPtr ShadowPipeline::acquire() {
+  if (free_.empty()) return std::make_shared<Slot>();
+  SlotPtr s = free_.back();
+  free_.pop_back();
   return s;
 }
 
@@ -175,7 +175,7 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     publish_slot(layer, block, pc, front);
     std::lock_guard<std::mutex> lock(mu_);
     q.slots.pop_front();
-    q.free.push_back(front);
+    free_.push_back(front);
   }
   if (!due) return;
   // 2. Open a job; its snapshot is taken by the planned snapshot op after this layer's step
@@ -184,7 +184,7 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
   SlotPtr slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    slot = acquire(q);
+    slot = acquire();
     slot->opened = step;
     slot->publish_step = step + delay_.at(step);
     slot->synced = slot->ship = false;
@@ -207,7 +207,7 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     }
     publish_slot(layer, block, pc, slot);
     std::lock_guard<std::mutex> lock(mu_);
-    q.free.push_back(slot);
+    free_.push_back(slot);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -451,7 +451,7 @@ void ShadowPipeline::restore_open_refreshes(const std::vector<OpenRefresh>& open
                       r.block < static_cast<int>(queues_[r.layer].size()),
                   "an open refresh of layer ", r.layer, " block ", r.block, " does not exist in this model");
     BlockQueue& q = queues_[r.layer][r.block];
-    SlotPtr s = acquire(q);
+    SlotPtr s = acquire();
     s->publish_step = r.publish_step;
     s->opened = r.publish_step - delay_.delay;   // open across a step boundary: not a warm-up one (D = 0)
     s->job = r.job;

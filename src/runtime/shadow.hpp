@@ -152,10 +152,11 @@ class ShadowPipeline final : public RefreshPolicy {
   using SlotPtr = std::shared_ptr<Slot>;
   struct BlockQueue {
     std::deque<SlotPtr> slots;       // ordered by publish step
-    std::vector<SlotPtr> free;       // recycled job buffers
   };
 
-  SlotPtr acquire(BlockQueue& q);
+  // A free slot (its job buffers recycled from any block: the pipeline holds as many as are in
+  // flight at once, not one per block, which for OLMo-1B SOAP would be 36 GiB of fp64 buffers).
+  SlotPtr acquire();
   void submit(int layer, int block, const SlotPtr& slot);
   // Parts [begin, end) of the slot's refresh (end -1: all); Ready after the last.
   void compute(int layer, int block, const SlotPtr& slot, int worker, int begin = 0, int end = -1);
@@ -183,6 +184,7 @@ class ShadowPipeline final : public RefreshPolicy {
   std::vector<std::pair<PlacedTask, SlotPtr>> batch_slots_;
   double worker_delay_s_;
   std::vector<std::vector<BlockQueue>> queues_;     // [layer][block]
+  std::vector<SlotPtr> free_;                       // recycled slots, shared by all blocks
   std::vector<std::vector<RefreshJob>> kept_;       // [layer][block]; rows 0: none kept
   std::vector<std::unique_ptr<matfn::Workspace>> worker_ws_;   // per worker / compute thread
   mutable std::mutex mu_;

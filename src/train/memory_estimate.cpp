@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <vector>
 #include <limits>
 #include <sstream>
 
@@ -44,22 +46,32 @@ double eigh_workspace_bytes(int64_t n) {
 
 double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tables) {
   if (cfg.optim.name == "adamw") return 0;
-  double largest_job = 0, largest_grad = 0, largest_ws = 0, all_jobs = 0;
+  double largest_grad = 0, largest_ws = 0;
+  std::vector<double> jobs;
   for (int l = 0; l < static_cast<int>(tables.size()); ++l)
     for (const MatrixBlock& b : layer_blocks(l, tables[l], cfg.optim.max_preconditioner_dim,
                                              cfg.optim.precondition_embeddings)) {
-      const double job = refresh_job_bytes(b.rows, b.cols);
-      largest_job = std::max(largest_job, job);
+      jobs.push_back(refresh_job_bytes(b.rows, b.cols));
       largest_grad = std::max(largest_grad, static_cast<double>(b.rows * b.cols) * sizeof(float));
       largest_ws = std::max(largest_ws, eigh_workspace_bytes(std::max(b.rows, b.cols)));
-      all_jobs += job;
     }
+  if (jobs.empty()) return 0;
+  std::sort(jobs.begin(), jobs.end(), std::greater<>());
   const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
-  double bytes = threads * (largest_job + largest_grad + largest_ws);
+  double bytes = threads * (jobs[0] + largest_grad + largest_ws);
   if (cfg.runtime.mode == "asteria") {
-    bytes += cfg.runtime.shadow.threads * largest_ws;
+    // The shadow pipeline's jobs in flight: a synchronous refresh holds one while it runs; after
+    // the warm-up each refresh is open for D + 1 steps, so (D + 1) steps' worth of refreshes (a
+    // tenth of the blocks per step when staggered over F = 10, all of them at once when not),
+    // counted as the largest blocks'.
+    bytes += cfg.runtime.shadow.threads * largest_ws + jobs[0];
     const int64_t sync_steps = cfg.runtime.shadow.sync_steps >= 0 ? cfg.runtime.shadow.sync_steps : cfg.train.warmup_steps;
-    if (sync_steps < cfg.train.steps) bytes += all_jobs;
+    if (sync_steps < cfg.train.steps) {
+      const int64_t n = static_cast<int64_t>(jobs.size()), F = cfg.optim.precondition_frequency;
+      const int64_t per_step = cfg.runtime.staggered() ? (n + F - 1) / F : n;
+      const int64_t open = std::min(n, (cfg.runtime.shadow.delay + 1) * per_step);
+      for (int64_t i = 0; i < open; ++i) bytes += jobs[i];
+    }
   }
   return bytes;
 }

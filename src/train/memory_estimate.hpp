@@ -22,8 +22,8 @@ struct MemoryEstimate {
   double activations = 0;
   // Working buffers of the second-order refreshes: each compute thread's (the largest block's
   // factors and bases in fp64, its eigensolver workspace, one gradient block), the shadow
-  // workers' workspaces, and in asteria mode, when refreshes are shadowed (after
-  // runtime.shadow.sync_steps), the job buffers the pipeline keeps per block.
+  // workers' workspaces, and in asteria mode the shadow pipeline's jobs in flight (one while a
+  // synchronous refresh runs; after runtime.shadow.sync_steps, D + 1 steps' worth of refreshes).
   double refresh_work = 0;
   double total() const { return params + grads + optimizer + activations + refresh_work; }
 };
