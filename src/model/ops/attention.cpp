@@ -60,20 +60,12 @@ void attention_backward(T* dqkv, T* scratch, int n_scratch, const T* dout, const
 
     for (int r0 = 0; r0 < Tn; r0 += kAttentionRowBlock) {
       const int r1 = std::min(Tn, r0 + kAttentionRowBlock), rows = r1 - r0;
-      // dP[r0:r1, 0:r1] = dO[r0:r1] V[0:r1]^T
+      // dP[r0:r1, 0:r1] = dO[r0:r1] V[0:r1]^T, then the softmax backward (P is 0 above the
+      // diagonal, so dS is too)
       cpu::gemm(false, true, rows, r1, hd, T(1), dO + static_cast<size_t>(r0) * C, C, v, ld, T(0),
                 ds + static_cast<size_t>(r0) * Tn, Tn);
-      // Softmax backward: dS = P * (dP - sum_j P dP); P is 0 above the diagonal, so dS is too.
-      for (int t = r0; t < r1; t++) {
-        const T* prow = p + static_cast<size_t>(t) * Tn;
-        T* drow = ds + static_cast<size_t>(t) * Tn;
-        T dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int j = 0; j <= t; j++) dot += prow[j] * drow[j];
-#pragma omp simd
-        for (int j = 0; j <= t; j++) drow[j] = prow[j] * (drow[j] - dot);
-        for (int j = t + 1; j < r1; j++) drow[j] = 0;
-      }
+      causal_softmax_backward_rows(p + static_cast<size_t>(r0) * Tn, ds + static_cast<size_t>(r0) * Tn,
+                                   Tn, r0, r1);
       // dQ[r0:r1] = scale * dS[r0:r1, 0:r1] K[0:r1]
       cpu::gemm(false, false, rows, hd, r1, scale, ds + static_cast<size_t>(r0) * Tn, Tn, k, ld,
                 T(0), dq + static_cast<size_t>(r0) * ld, ld);

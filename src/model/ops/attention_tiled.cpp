@@ -82,18 +82,9 @@ void attention_tiled_backward(T* dqkv, T* scratch, int n_scratch, const T* dout,
       // P[r0:r1, 0:r1] recomputed: the forward's scores, then exp(s - max) / sum from the stats.
       cpu::gemm(false, true, rows, r1, hd, scale, q_r, ld, k, ld, T(0), p, Tn);
       causal_softmax_rows_from_stats(p, Tn, r0, r1, row_max, row_inv);
-      // dP = dO[r0:r1] V[0:r1]^T, then softmax backward dS = P * (dP - sum_j P dP).
+      // dP = dO[r0:r1] V[0:r1]^T, then the softmax backward.
       cpu::gemm(false, true, rows, r1, hd, T(1), dO_r, C, v, ld, T(0), ds, Tn);
-      for (int t = r0; t < r1; t++) {
-        const T* prow = p + static_cast<size_t>(t - r0) * Tn;
-        T* drow = ds + static_cast<size_t>(t - r0) * Tn;
-        T dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int j = 0; j <= t; j++) dot += prow[j] * drow[j];
-#pragma omp simd
-        for (int j = 0; j <= t; j++) drow[j] = prow[j] * (drow[j] - dot);
-        for (int j = t + 1; j < r1; j++) drow[j] = 0;
-      }
+      causal_softmax_backward_rows(p, ds, Tn, r0, r1);
       // dQ[r0:r1] = scale * dS K[0:r1];  dK[0:r1] += scale * dS^T Q[r0:r1];  dV[0:r1] += P^T dO[r0:r1]
       cpu::gemm(false, false, rows, hd, r1, scale, ds, Tn, k, ld, T(0),
                 dq + static_cast<size_t>(r0) * ld, ld);

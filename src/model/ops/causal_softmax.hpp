@@ -59,4 +59,20 @@ inline void causal_softmax_rows_from_stats(T* s, int ld, int r0, int r1, const T
   }
 }
 
+// Softmax backward of the same rows: ds holds dL/dP on entry and dL/dS on exit,
+// dS = P * (dP - sum_j P dP) over keys 0..t, and 0 for keys t < j < r1 (P is 0 there).
+template <class T>
+inline void causal_softmax_backward_rows(const T* p, T* ds, int ld, int r0, int r1) {
+  for (int t = r0; t < r1; t++) {
+    const T* prow = p + static_cast<size_t>(t - r0) * ld;
+    T* drow = ds + static_cast<size_t>(t - r0) * ld;
+    T dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int j = 0; j <= t; j++) dot += prow[j] * drow[j];
+#pragma omp simd
+    for (int j = 0; j <= t; j++) drow[j] = prow[j] * (drow[j] - dot);
+    for (int j = t + 1; j < r1; j++) drow[j] = 0;
+  }
+}
+
 }  // namespace asteria::ops
