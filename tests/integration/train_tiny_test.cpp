@@ -70,17 +70,20 @@ TEST(TrainTiny, LossFallsWellBelowLnVocabAndOutputsAreWritten) {
   EXPECT_EQ(config_to_yaml(again), config_to_yaml(cfg));
 }
 
+// Trains the tiny config with `extra` and returns each layer's final parameters.
+std::vector<std::vector<float>> train_layers(const TempDir& dir, const std::vector<std::string>& extra) {
+  Config cfg = tiny_config(dir, extra);
+  Trainer t(cfg);
+  t.run();
+  std::vector<std::vector<float>> p;
+  for (int l = 0; l < t.num_layers(); ++l) p.push_back(t.final_params(l));
+  return p;
+}
+
 TEST(TrainTiny, SameSeedGivesSameBitsAndGradAccumTrains) {
   TempDir dir("train-det");
   make_data(dir);
-  auto train = [&](std::vector<std::string> extra) {
-    Config cfg = tiny_config(dir, extra);
-    Trainer t(cfg);
-    t.run();
-    std::vector<std::vector<float>> p;
-    for (int l = 0; l < t.num_layers(); ++l) p.push_back(t.final_params(l));
-    return p;
-  };
+  auto train = [&](std::vector<std::string> extra) { return train_layers(dir, extra); };
   auto a = train({"train.steps=8"});
   auto b = train({"train.steps=8"});
   ASSERT_EQ(a.size(), b.size());
@@ -101,12 +104,7 @@ TEST(TrainTiny, ActivationCheckpointingTrainsTheSameBits) {
   make_data(dir);
   auto train = [&](std::vector<std::string> extra) {
     extra.insert(extra.end(), {"train.steps=4", "train.micro_batch=4", "train.grad_accum=2"});
-    Config cfg = tiny_config(dir, extra);
-    Trainer t(cfg);
-    t.run();
-    std::vector<std::vector<float>> p;
-    for (int l = 0; l < t.num_layers(); ++l) p.push_back(t.final_params(l));
-    return p;
+    return train_layers(dir, extra);
   };
   const auto ref = train({});
   for (const char* mode : {"blocks", "every_k"}) {
