@@ -7,7 +7,8 @@
 # lies on it.
 #   bench/lr_sweep.sh [STEPS] [FACTORS]        defaults: 400, "0.25 0.5 1 2"
 # 16 runs of 400 steps take ~5 h on a 2-core machine; finished runs (a complete metrics.jsonl) are
-# kept, so running it again continues where it stopped.
+# kept, so running it again continues where it stopped. Each run notes its CPU (machine.txt); the
+# summary says when the best runs ran on different CPUs, where their wall-clocks do not compare.
 # Raw runs go under runs/bench/lr-sweep/ (gitignored); bench/results/lr-sweep/ gets the summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,8 @@ for opt in adamw soap shampoo kl-shampoo; do
     if [[ -f $dir/metrics.jsonl ]] && [[ $(wc -l < "$dir/metrics.jsonl") -ge $STEPS ]]; then continue; fi
     build/bin/asteria-train --config "$cfg" --set "run.dir=$dir" --set run.overwrite=true \
       --set "train.steps=$STEPS" --set train.eval_every=25 --set "optim.lr=$lr" --set "runtime.mode=$mode" | tail -1
+    # Which machine ran it: the sweep may span sessions, and wall-clock compares only on one CPU.
+    echo "$(lscpu | awk -F': +' '/^Model name/ {print $2}') | cores $(nproc) | $(date -u +%FT%TZ)" > "$dir/machine.txt"
   done
 done
 /usr/bin/python3 bench/lr_sweep_summary.py "$RAW" "$OUT" "$STEPS"

@@ -12,6 +12,7 @@ import sys
 
 raw, out, steps = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), int(sys.argv[3])
 runs = {}
+machines = {}
 for d in sorted(raw.glob("*-lr*")):
     m = re.fullmatch(r"(.+)-lr([0-9.e+-]+)", d.name)
     f = d / "metrics.jsonl"
@@ -22,6 +23,8 @@ for d in sorted(raw.glob("*-lr*")):
         continue
     evals = [(r["step"], r["elapsed_s"], r["eval_loss"]) for r in rows if "eval_loss" in r]
     runs.setdefault(m.group(1), {})[float(m.group(2))] = evals
+    mf = d / "machine.txt"
+    machines[(m.group(1), float(m.group(2)))] = mf.read_text().split(" | ")[0].strip() if mf.exists() else "unknown"
 
 lines = [f"# lr sweep, bench-small, {steps} steps (bench/lr_sweep.sh)", "",
          "| optimizer | lr | final eval loss |", "|---|---|---|"]
@@ -57,6 +60,10 @@ if "adamw" in best:
                         "seconds_to_target": r[1] if r else None, "wall_clock_vs_adamw": ratio}
         lines.append(f"| {opt} | {lr:g}{edge} | {ev[-1][2]:.4f} | {f'{r[0]:.0f}' if r else 'not reached'} | "
                      f"{f'{r[1]:.0f}' if r else '-'} | {f'{ratio:.2f}x' if ratio else '-'} |")
+best_machines = sorted({machines.get((opt, lr), "unknown") for opt, (lr, _, _) in best.items()})
+lines += ["", "CPU of the best runs: " + "; ".join(best_machines)]
+if len(best_machines) > 1:
+    lines.append("**The best runs ran on different CPUs: their wall-clocks do not compare; steps do.**")
 out.mkdir(parents=True, exist_ok=True)
 (out / "summary.md").write_text("\n".join(lines) + "\n")
 (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
