@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/buffer.hpp"
-#include "core/gemm.hpp"
+#include "core/cpu/gemm.hpp"
 #include "core/timer.hpp"
 #include "model/model.hpp"
 #include "model/ops/attention.hpp"

@@ -39,7 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/gemm.hpp"
+#include "core/cpu/gemm.hpp"
 
 namespace {
 

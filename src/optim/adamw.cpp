@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "optim/adamw_update.hpp"
+
 namespace asteria {
 
 std::vector<StateSpec> adamw_state_specs(int layer, const ParamTable& table, const AdamW::EntryFilter& owns) {
@@ -76,38 +78,13 @@ void AdamW::step_layer(int layer, float* params, const float* grads, float grad_
 void AdamW::update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
                    int64_t step) {
   lr *= p_.lr_scale;
-  // Coefficients in double, rounded once: 1.0f - b2 in fp32 is 1.3e-5 off at beta2 = 0.999.
-  const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
-  const float a1 = static_cast<float>(1.0 - p_.beta1), a2 = static_cast<float>(1.0 - p_.beta2);
-  const double bc1 = 1.0 - std::pow(p_.beta1, static_cast<double>(step));
-  const double bc2 = 1.0 - std::pow(p_.beta2, static_cast<double>(step));
-  // Folded so the inner loop is: p -= step_size * m / (sqrt(v) * inv_sqrt_bc2 + eps) + decay * p.
-  const float step_size = static_cast<float>(lr / bc1);
-  const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-  const float eps = static_cast<float>(p_.eps);
+  const AdamWCoefficients decayed = adamw_coefficients(p_.beta1, p_.beta2, p_.eps, lr, p_.weight_decay, step);
+  AdamWCoefficients undecayed = decayed;
+  undecayed.wd = 0;
   for (const OwnedEntry& e : owned_[layer]) {
-    const float wd = e.decay ? static_cast<float>(lr * p_.weight_decay) : 0.0f;
-    float* m = m_[layer].data() + e.state_offset;
-    float* v = v_[layer].data() + e.state_offset;
-    float* w = params + e.param_offset;
-    const float* g = grads + e.param_offset;
-    float* c = comp ? comp + e.param_offset : nullptr;
-    const size_t n = e.numel;
-    auto moments = [&](size_t i) {
-      const float gi = g[i] * grad_scale;
-      const float mi = b1 * m[i] + a1 * gi;
-      const float vi = b2 * v[i] + a2 * gi * gi;
-      m[i] = mi;
-      v[i] = vi;
-      return -(step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps) + wd * w[i]);
-    };
-    if (c) {
-#pragma omp parallel for simd schedule(static) if (n > 4096)
-      for (size_t i = 0; i < n; ++i) compensated_add(w[i], c[i], moments(i));
-    } else {
-#pragma omp parallel for simd schedule(static) if (n > 4096)
-      for (size_t i = 0; i < n; ++i) w[i] += moments(i);
-    }
+    const size_t off = e.state_offset;
+    adamw_update(params + e.param_offset, comp ? comp + e.param_offset : nullptr, m_[layer].data() + off,
+                 v_[layer].data() + off, grads + e.param_offset, grad_scale, e.numel, e.decay ? decayed : undecayed);
   }
 }
 

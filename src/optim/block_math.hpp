@@ -2,7 +2,7 @@
 // Small dense helpers of the block preconditioners (fp32 state, row-major, contiguous).
 #include <cstdint>
 
-#include "core/gemm.hpp"
+#include "core/cpu/gemm.hpp"
 
 namespace asteria::blockmath {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/gemm.hpp"
+#include "core/cpu/gemm.hpp"
 #include "optim/block_math.hpp"
 
 namespace asteria {

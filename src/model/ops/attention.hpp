@@ -23,4 +23,18 @@ template <class T>
 void attention_backward(T* dqkv, T* scratch, int n_scratch, const T* dout, const T* qkv,
                         const T* att, int B, int seq_len, int C, int NH);
 
+// The CUDA backend's op (ops/cuda/attention.cu): the same contract on device pointers, queued on
+// the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
+// with the CUDA backend.
+namespace cuda {
+
+template <class T>
+void attention_forward(T* out, T* att, const T* qkv, int B, int seq_len, int C, int NH);
+
+template <class T>
+void attention_backward(T* dqkv, T* scratch, int n_scratch, const T* dout, const T* qkv,
+                        const T* att, int B, int seq_len, int C, int NH);
+
+}  // namespace cuda
+
 }  // namespace asteria::ops

@@ -21,4 +21,15 @@ template <class T>
 CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N, int V,
                                        double z_loss, int mean_over = 0);
 
+// The CUDA backend's op (ops/cuda/cross_entropy.cu): the same contract on device pointers, queued on
+// the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
+// with the CUDA backend.
+namespace cuda {
+
+template <class T>
+CrossEntropyResult cross_entropy_fused(T* logits, const int32_t* targets, int N, int V,
+                                       double z_loss, int mean_over = 0);
+
+}  // namespace cuda
+
 }  // namespace asteria::ops

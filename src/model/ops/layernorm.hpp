@@ -16,4 +16,19 @@ template <class T>
 void layernorm_backward(T* dinp, const T* dout, const T* inp, const T* mean, const T* rstd, int N,
                         int C, bool accumulate);
 
+// The CUDA backend's op (ops/cuda/layernorm.cu): the same contract on device pointers, queued on
+// the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
+// with the CUDA backend.
+namespace cuda {
+
+template <class T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* residual, int N, int C,
+                       double eps);
+
+template <class T>
+void layernorm_backward(T* dinp, const T* dout, const T* inp, const T* mean, const T* rstd, int N,
+                        int C, bool accumulate);
+
+}  // namespace cuda
+
 }  // namespace asteria::ops

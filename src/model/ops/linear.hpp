@@ -15,4 +15,18 @@ template <class T>
 void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
                      int IC, int OC, T scale, bool accumulate_dinp);
 
+// The CUDA backend's op (ops/cuda/linear.cu): the same contract on device pointers, queued on
+// the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
+// with the CUDA backend.
+namespace cuda {
+
+template <class T>
+void linear_forward(T* out, const T* inp, const T* weight, int N, int IC, int OC, bool accumulate);
+
+template <class T>
+void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
+                     int IC, int OC, T scale, bool accumulate_dinp);
+
+}  // namespace cuda
+
 }  // namespace asteria::ops

@@ -19,4 +19,20 @@ void rmsnorm_backward(T* dinp, int ld_dinp, T* dweight, const T* dout, int ld_do
                       int ldi, const T* weight, const T* rstd, int N, int C, T scale,
                       bool accumulate);
 
+// The CUDA backend's op (ops/cuda/rmsnorm.cu): the same contract on device pointers, queued on
+// the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
+// with the CUDA backend.
+namespace cuda {
+
+template <class T>
+void rmsnorm_forward(T* out, int ldo, T* rstd, const T* inp, int ldi, const T* weight,
+                     const T* residual, int N, int C, double eps);
+
+template <class T>
+void rmsnorm_backward(T* dinp, int ld_dinp, T* dweight, const T* dout, int ld_dout, const T* inp,
+                      int ldi, const T* weight, const T* rstd, int N, int C, T scale,
+                      bool accumulate);
+
+}  // namespace cuda
+
 }  // namespace asteria::ops

@@ -24,4 +24,19 @@ template <class T>
 void rope_backward(T* dx, int ld, int N, int seq_len, int n_heads, int head_dim,
                    const T* cos_table, const T* sin_table);
 
+// The CUDA backend's op (ops/cuda/rope.cu): the same contract on device pointers, queued on
+// the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
+// with the CUDA backend.
+namespace cuda {
+
+template <class T>
+void rope_forward(T* x, int ld, int N, int seq_len, int n_heads, int head_dim, const T* cos_table,
+                  const T* sin_table);
+
+template <class T>
+void rope_backward(T* dx, int ld, int N, int seq_len, int n_heads, int head_dim,
+                   const T* cos_table, const T* sin_table);
+
+}  // namespace cuda
+
 }  // namespace asteria::ops

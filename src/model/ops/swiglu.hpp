@@ -12,4 +12,17 @@ void swiglu_forward(T* out, const T* inp, int N, int F);
 template <class T>
 void swiglu_backward(T* dinp, const T* dout, const T* inp, int N, int F);
 
+// The CUDA backend's op (ops/cuda/swiglu.cu): the same contract on device pointers, queued on
+// the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
+// with the CUDA backend.
+namespace cuda {
+
+template <class T>
+void swiglu_forward(T* out, const T* inp, int N, int F);
+
+template <class T>
+void swiglu_backward(T* dinp, const T* dout, const T* inp, int N, int F);
+
+}  // namespace cuda
+
 }  // namespace asteria::ops

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "core/gemm.hpp"
+#include "core/cpu/gemm.hpp"
 #include "model/ops/causal_softmax.hpp"
 #include "model/ops/parallel.hpp"
 

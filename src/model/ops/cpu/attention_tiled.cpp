@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/gemm.hpp"
+#include "core/cpu/gemm.hpp"
 #include "model/ops/attention.hpp"
 #include "model/ops/causal_softmax.hpp"
 #include "model/ops/parallel.hpp"

@@ -1,6 +1,6 @@
 #include "model/ops/linear.hpp"
 
-#include "core/gemm.hpp"
+#include "core/cpu/gemm.hpp"
 
 namespace asteria::ops {
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A/B step time of two asteria-train binaries (a change's before and after) on the shipped
+# bench-small configs, in interleaved rounds so that the machine's drift hits both alike:
+# AdamW (native) and SOAP (asteria mode), STEPS steps each, eval off, the first SKIP steps
+# dropped; per binary and config the median step time over all rounds' steps, and after/before.
+#   bench/ab_speed.sh BEFORE_BIN AFTER_BIN [ROUNDS] [STEPS]      defaults: 3 rounds, 30 steps
+# Raw runs under runs/bench/ab-speed/ (gitignored); the table on stdout and in OUT/summary.txt
+# (OUT: ASTERIA_BENCH_OUT, default bench/results/ab-speed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BEFORE=${1:?usage: bench/ab_speed.sh BEFORE_BIN AFTER_BIN [ROUNDS] [STEPS]}
+AFTER=${2:?usage: bench/ab_speed.sh BEFORE_BIN AFTER_BIN [ROUNDS] [STEPS]}
+ROUNDS=${3:-3}
+STEPS=${4:-30}
+SKIP=5
+OUT=${ASTERIA_BENCH_OUT:-bench/results/ab-speed}
+RAW=${ASTERIA_BENCH_RAW:-runs/bench/ab-speed}
+scripts/prepare_data.sh 4096 >/dev/null
+mkdir -p "$OUT" "$RAW"
+for r in $(seq 1 "$ROUNDS"); do
+  for cfg in adamw soap; do
+    mode=native
+    [[ $cfg == soap ]] && mode=asteria
+    # Alternate which binary goes first.
+    order=(before after)
+    (( r % 2 == 0 )) && order=(after before)
+    for which in "${order[@]}"; do
+      bin=$BEFORE
+      [[ $which == after ]] && bin=$AFTER
+      "$bin" --config "configs/bench-small-$cfg.yaml" --set "run.dir=$RAW/$cfg-$which-r$r" --set run.overwrite=true \
+        --set "train.steps=$STEPS" --set train.warmup_steps=0 --set train.eval_every=0 --set data.eval= \
+        --set "runtime.mode=$mode" >/dev/null
+    done
+  done
+done
+/usr/bin/python3 - "$RAW" "$ROUNDS" "$SKIP" <<'PY' | tee "$OUT/summary.txt"
+import json, statistics, sys
+raw, rounds, skip = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+print(f"bench/ab_speed.sh: {rounds} interleaved rounds, median step time after {skip} steps")
+print(f"{'config':8s} {'before s':>9s} {'after s':>9s} {'after/before':>13s}")
+for cfg in ("adamw", "soap"):
+    med = {}
+    for which in ("before", "after"):
+        times = []
+        for r in range(1, rounds + 1):
+            rows = [json.loads(l) for l in open(f"{raw}/{cfg}-{which}-r{r}/metrics.jsonl") if l.strip()]
+            times += [x["step_time_s"] for x in rows if x["step"] > skip]
+        med[which] = statistics.median(times)
+    print(f"{cfg:8s} {med['before']:9.3f} {med['after']:9.3f} {med['after'] / med['before']:13.3f}")
+PY

@@ -1,0 +1,89 @@
+#pragma once
+// The hardware seam (DESIGN.md "Backends"): memory per tier, copies, ordered streams with
+// events, and GEMM. Nothing above this header names a device library.
+//
+// Model ops are the other half of the seam: each op's header (src/model/ops/<op>.hpp) declares
+// one signature, defined once per backend (ops/cpu/<op>.cpp, ops/cuda/<op>.cu); layers call the
+// op, never BLAS or cuBLAS. A CUDA op runs on the calling thread's current stream
+// (cuda::StreamScope) and takes device pointers.
+//
+// Contracts:
+//  - Work queued on one Stream runs in queue order; different streams are unordered unless an
+//    Event orders them (record on one, wait on the other).
+//  - copy / memset / gemm return once queued; the memory they touch must stay valid until the
+//    stream passes them (Stream::synchronize or an Event).
+//  - MemoryKind::Device is the compute memory (host memory on the CPU backend); PinnedHost is
+//    host memory the device copies to and from asynchronously (plain host memory on the CPU).
+//  - Errors throw asteria::Error with the library's message.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace asteria {
+
+enum class MemoryKind { Device, PinnedHost };
+enum class StreamPriority { Normal, Low };   // Low: the staging lane's tier moves and snapshots
+enum class ScalarType { F32, BF16 };
+
+inline size_t scalar_bytes(ScalarType t) { return t == ScalarType::F32 ? 4 : 2; }
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual void synchronize() = 0;   // returns when everything queued so far has run
+  // The library's stream (cudaStream_t on CUDA, for cuda::StreamScope); null on the CPU.
+  virtual void* native_handle() { return nullptr; }
+};
+
+class Event {
+ public:
+  virtual ~Event() = default;
+  virtual void record(Stream& s) = 0;   // marks the point s has reached in its queue
+  virtual void wait(Stream& s) = 0;     // s runs nothing queued after this until the mark passes
+  virtual void synchronize() = 0;       // the calling thread waits for the mark
+  virtual bool ready() = 0;             // the mark has passed (true when never recorded)
+};
+
+// Row-major C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, lda/ldb/ldc row strides in
+// elements, `batch` independent products at element strides stride_a/_b/_c. A and B share
+// a_type; C is c_type; the products accumulate in fp32 (no TF32: fp32 results match the CPU).
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int m = 0, n = 0, k = 0;
+  float alpha = 1, beta = 0;
+  const void* a = nullptr;
+  int lda = 0;
+  const void* b = nullptr;
+  int ldb = 0;
+  void* c = nullptr;
+  int ldc = 0;
+  ScalarType a_type = ScalarType::F32, c_type = ScalarType::F32;
+  int batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;   // "cpu", "cuda:0 (NVIDIA H200)"
+  // Zero-filled; released with release(p, kind). Throws when the memory is not there.
+  virtual void* allocate(size_t bytes, MemoryKind kind) = 0;
+  virtual void release(void* p, MemoryKind kind) = 0;
+  virtual std::unique_ptr<Stream> create_stream(StreamPriority priority) = 0;
+  virtual std::unique_ptr<Event> create_event() = 0;
+  // Between any two memories of this backend (and plain host memory).
+  virtual void copy(void* dst, const void* src, size_t bytes, Stream& s) = 0;
+  virtual void memset(void* dst, int value, size_t bytes, Stream& s) = 0;
+  virtual void gemm(const GemmArgs& g, Stream& s) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+// True when this build has the CUDA backend and a device can be opened; otherwise false with
+// the reason in *why (no CUDA in this build, no driver, no device).
+bool cuda_backend_available(std::string* why = nullptr);
+// The CUDA backend on `device`; throws with the reason when cuda_backend_available is false.
+std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+
+}  // namespace asteria

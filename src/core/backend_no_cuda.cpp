@@ -1,0 +1,19 @@
+// The CUDA entry points of core/backend.hpp in a build without the CUDA backend
+// (-DASTERIA_CUDA=OFF, or AUTO without a toolkit). Not compiled when the backend is built.
+#include "core/backend.hpp"
+#include "core/error.hpp"
+
+namespace asteria {
+
+bool cuda_backend_available(std::string* why) {
+  if (why) *why = "this build has no CUDA backend (configure with -DASTERIA_CUDA=ON and a CUDA toolkit)";
+  return false;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int) {
+  std::string why;
+  cuda_backend_available(&why);
+  fail(why);
+}
+
+}  // namespace asteria

@@ -1,0 +1,19 @@
+#pragma once
+// GEMM on the device through cuBLASLt: the row-major GemmArgs contract of core/backend.hpp, run
+// as the column-major product C^T = op(B)^T op(A)^T. fp32 or bf16 inputs, fp32 or bf16 output,
+// always fp32 accumulation (CUBLAS_COMPUTE_32F: no TF32, so fp32 products match the CPU's
+// within rounding). A plan (operation and layout descriptors, and the heuristic's algorithm) is
+// made once per shape and kept; a 32 MiB workspace is allocated once per stream.
+#include <cuda_runtime.h>
+
+#include "core/backend.hpp"
+
+namespace asteria::cuda {
+
+// Queues g on stream s (thread-safe). Throws when no algorithm supports the shape.
+void lt_gemm(const GemmArgs& g, cudaStream_t s);
+
+// Plans made so far (for tests: a repeated shape makes none).
+size_t lt_gemm_plans();
+
+}  // namespace asteria::cuda

@@ -1,0 +1,40 @@
+#include "core/cuda/cuda_context.hpp"
+
+#include "core/cuda/cuda_check.hpp"
+
+namespace asteria::cuda {
+
+namespace {
+
+thread_local cudaStream_t t_stream = nullptr;
+
+struct Workspace {
+  void* data = nullptr;
+  size_t bytes = 0;
+  ~Workspace() {
+    if (data) cudaFree(data);
+  }
+};
+thread_local Workspace t_workspace;
+
+}  // namespace
+
+cudaStream_t current_stream() { return t_stream; }
+
+StreamScope::StreamScope(cudaStream_t s) : previous_(t_stream) { t_stream = s; }
+StreamScope::~StreamScope() { t_stream = previous_; }
+
+void* thread_workspace(size_t bytes) {
+  Workspace& w = t_workspace;
+  if (bytes > w.bytes) {
+    ASTERIA_CUDA_CHECK(cudaStreamSynchronize(t_stream));
+    if (w.data) ASTERIA_CUDA_CHECK(cudaFree(w.data));
+    w.data = nullptr;
+    w.bytes = 0;
+    ASTERIA_CUDA_CHECK(cudaMalloc(&w.data, bytes));
+    w.bytes = bytes;
+  }
+  return w.data;
+}
+
+}  // namespace asteria::cuda

@@ -1,0 +1,30 @@
+#pragma once
+// What the CUDA ops share on the calling thread: the stream they run on (set with StreamScope
+// by whoever runs a lane: the trainer's compute lane, a test), and the device workspace ops
+// with scratch needs use (grown on demand and kept: allocating per step is slow).
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace asteria::cuda {
+
+// The calling thread's current stream (the legacy default stream when none was set).
+cudaStream_t current_stream();
+
+// Sets the calling thread's current stream for its lifetime, restoring the previous one.
+class StreamScope {
+ public:
+  explicit StreamScope(cudaStream_t s);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  cudaStream_t previous_;
+};
+
+// A device buffer of at least `bytes` for the calling thread's ops, valid until the next call
+// on this thread. Growing it synchronizes the current stream first (the old buffer may be in use).
+void* thread_workspace(size_t bytes);
+
+}  // namespace asteria::cuda
