@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a run on the GPU machine from this one. The GPU machine has the CUDA toolkit and a
 # driver but none of Asteria's Debian dependencies and no package source, so the build happens
-# here (build-cuda/, -DASTERIA_CUDA=ON, sm_90) and .device/ (gitignored) receives what runs there:
+# here (build/, or ASTERIA_BUILD_DIR, with -DASTERIA_CUDA=ON: sm_90) and .device/ (gitignored)
+# receives what runs there:
 #   .device/bin/  test_cuda, test_core, bench_gemm_cuda, asteria-train, asteria-data
 #   .device/lib/  the shared libraries they load that are not glibc's or CUDA's (OpenBLAS, HDF5,
 #                 Open MPI, yaml-cpp, sentencepiece, xxhash, ... as ldd resolves them here)
@@ -9,16 +10,17 @@
 #   scripts/device_bundle.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh >/dev/null   # packages (and the CPU build)
-cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DASTERIA_CUDA=ON >/dev/null
-cmake --build build-cuda -j"$(nproc)" --target test_cuda test_core bench_gemm_cuda asteria-train asteria-data
+BUILD_DIR=${ASTERIA_BUILD_DIR:-build}
+scripts/setup.sh >/dev/null   # packages, and the build (AUTO: with CUDA where nvcc is)
+cmake -S . -B "$BUILD_DIR" -DASTERIA_CUDA=ON >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_cuda test_core bench_gemm_cuda asteria-train asteria-data
 rm -rf .device
 mkdir -p .device/bin .device/lib
 bins=(test_cuda test_core bench_gemm_cuda asteria-train asteria-data)
-for b in "${bins[@]}"; do cp "build-cuda/bin/$b" .device/bin/; done
+for b in "${bins[@]}"; do cp "$BUILD_DIR/bin/$b" .device/bin/; done
 # Libraries: everything ldd resolves except the C runtime (the GPU machine's glibc is newer) and
 # CUDA's (the GPU machine's toolkit, matched to its driver).
-for b in "${bins[@]}"; do ldd "build-cuda/bin/$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+for b in "${bins[@]}"; do ldd "$BUILD_DIR/bin/$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
   while read -r name path; do
     case $name in
       libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) continue ;;

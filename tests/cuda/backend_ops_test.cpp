@@ -16,6 +16,7 @@
 #include "core/cuda/cublaslt_gemm.hpp"
 #include "core/cuda/cuda_context.hpp"
 #include "model/ops/attention.hpp"
+#include "model/ops/attention_tiled.hpp"
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/embedding.hpp"
 #include "model/ops/layernorm.hpp"
@@ -234,6 +235,26 @@ TEST_F(Ops, AttentionReference) {
     ops::attention_backward(dqkv.data(), scratch.data(), n_scratch, dy.data(), qkv.data(), att.data(), B, T, C, NH);
     ops::cuda::attention_backward(d_dqkv, d_scratch, n_scratch, up(dy), d_qkv, d_att, B, T, C, NH);
     expect_close(down(d_dqkv, dqkv.size()), dqkv, "attention backward" + at);
+  }
+}
+
+TEST_F(Ops, AttentionTiledKeepsNoTByTMatrix) {
+  // The flash kernels against the CPU's tiled kernels: out, the row statistics, dqkv. T crosses
+  // the 64-row blocks and 32-row tiles; every head size the CUDA kernels have.
+  for (auto [B, T, NH, hd] : {std::tuple{1, 1, 1, 16}, {2, 70, 4, 16}, {1, 129, 2, 32}, {2, 97, 2, 64}, {1, 100, 2, 128}}) {
+    const int C = NH * hd;
+    const auto qkv = random_vector(size_t(B) * T * 3 * C, 28, -2, 2), dy = random_vector(size_t(B) * T * C, 29);
+    std::vector<float> out(size_t(B) * T * C), stats(size_t(B) * NH * 2 * T), dqkv(qkv.size());
+    std::vector<float> scratch(ops::attention_tiled_scratch_per_thread(T));
+    float *d_qkv = up(qkv), *d_out = up(out), *d_stats = up(stats), *d_dqkv = up(dqkv);
+    ops::attention_tiled_forward(out.data(), stats.data(), scratch.data(), 1, qkv.data(), B, T, C, NH);
+    ops::cuda::attention_tiled_forward(d_out, d_stats, static_cast<float*>(nullptr), 0, d_qkv, B, T, C, NH);
+    const std::string at = " B " + std::to_string(B) + " T " + std::to_string(T) + " hd " + std::to_string(hd);
+    expect_close(down(d_out, out.size()), out, "tiled attention forward" + at);
+    expect_close(down(d_stats, stats.size()), stats, "tiled attention statistics" + at);
+    ops::attention_tiled_backward(dqkv.data(), scratch.data(), 1, dy.data(), qkv.data(), stats.data(), B, T, C, NH);
+    ops::cuda::attention_tiled_backward(d_dqkv, static_cast<float*>(nullptr), 0, up(dy), d_qkv, d_stats, B, T, C, NH);
+    expect_close(down(d_dqkv, dqkv.size()), dqkv, "tiled attention backward" + at);
   }
 }
 

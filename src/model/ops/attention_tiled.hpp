@@ -29,4 +29,19 @@ template <class T>
 void attention_tiled_backward(T* dqkv, T* scratch, int n_scratch, const T* dout, const T* qkv,
                               const T* stats, int B, int seq_len, int C, int NH);
 
+// The CUDA backend's kernels (ops/cuda/attention_tiled.cu): the same contract and statistics on
+// device pointers, on the calling thread's current stream; scratch is not used (pass null, 0).
+// Defined for float in builds with the CUDA backend; head sizes 16, 32, 64, 128.
+namespace cuda {
+
+template <class T>
+void attention_tiled_forward(T* out, T* stats, T* scratch, int n_scratch, const T* qkv, int B,
+                             int seq_len, int C, int NH);
+
+template <class T>
+void attention_tiled_backward(T* dqkv, T* scratch, int n_scratch, const T* dout, const T* qkv,
+                              const T* stats, int B, int seq_len, int C, int NH);
+
+}  // namespace cuda
+
 }  // namespace asteria::ops
