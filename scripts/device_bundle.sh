@@ -4,8 +4,9 @@
 # here (build/, or ASTERIA_BUILD_DIR, with -DASTERIA_CUDA=ON: sm_90) and .device/ (gitignored)
 # receives what runs there:
 #   .device/bin/  test_cuda, test_core, bench_gemm_cuda, asteria-train, asteria-data
-#   .device/lib/  the shared libraries they load that are not glibc's or CUDA's (OpenBLAS, HDF5,
-#                 Open MPI, yaml-cpp, sentencepiece, xxhash, ... as ldd resolves them here)
+#   .device/lib.tar.xz  the shared libraries they load that are not glibc's or CUDA's (OpenBLAS,
+#                 HDF5, Open MPI, yaml-cpp, sentencepiece, xxhash, ... as ldd resolves them here),
+#                 compressed: 74 MiB of them would not travel (the device tool carries 64 MiB)
 # Then, with the device tool: run scripts/device_check.sh "$OUT" carrying .device (64 MiB at most).
 #   scripts/device_bundle.sh
 set -euo pipefail
@@ -29,4 +30,6 @@ for b in "${bins[@]}"; do ldd "$BUILD_DIR/bin/$b"; done | awk '$2 == "=>" && $3 
     cp -L "$path" ".device/lib/$name"
   done
 strip --strip-unneeded .device/bin/* 2>/dev/null || true
+tar -cJf .device/lib.tar.xz -C .device lib
+rm -rf .device/lib
 du -sh .device | awk '{print "device bundle: " $1 " in .device/ (the device tool carries 64 MiB at most)"}'

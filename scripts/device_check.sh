@@ -17,7 +17,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 log "GPU: $(cat "$OUT/gpu.txt")  cores: $(nproc)"
 if [[ -x .device/bin/test_cuda ]]; then
   BIN=.device/bin
-  export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  libs=$(mktemp -d)
+  tar -xJf .device/lib.tar.xz -C "$libs"
+  export LD_LIBRARY_PATH="$libs/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   log "binaries: .device (built by scripts/device_bundle.sh)"
 else
   log "building build-cuda with $(nproc) cores"
