@@ -32,7 +32,9 @@ for opt in adamw soap shampoo kl-shampoo; do
     build/bin/asteria-train --config "$cfg" --set "run.dir=$dir" --set run.overwrite=true \
       --set "train.steps=$STEPS" --set train.eval_every=25 --set "optim.lr=$lr" --set "runtime.mode=$mode" | tail -1
     # Which machine ran it: the sweep may span sessions, and wall-clock compares only on one CPU.
-    echo "$(lscpu | awk -F': +' '/^Model name/ {print $2}') | cores $(nproc) | $(date -u +%FT%TZ)" > "$dir/machine.txt"
+    # (The model name alone is often just "Intel(R) Xeon(R) Processor": the vector width is named too.)
+    isa=AVX2; grep -qw avx512f /proc/cpuinfo && isa=AVX-512
+    echo "$(lscpu | awk -F': +' '/^Model name/ {print $2}') $isa | cores $(nproc) | $(date -u +%FT%TZ)" > "$dir/machine.txt"
   done
 done
 /usr/bin/python3 bench/lr_sweep_summary.py "$RAW" "$OUT" "$STEPS"
