@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/cuda/cuda_check.hpp"
+#include "core/cuda/cuda_context.hpp"
 
 namespace asteria::cuda {
 
@@ -124,6 +125,15 @@ void lt_gemm(const GemmArgs& g, cudaStream_t s) {
   const Plan& p = it->second;
   ASTERIA_CUBLAS_CHECK(cublasLtMatmul(st.handle_, p.op, &g.alpha, g.b, p.a, g.a, p.b, &g.beta, g.c, p.c, g.c, p.c,
                                       &p.algo, st.workspace(s), kWorkspaceBytes, s));
+}
+
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc, int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  GemmArgs g;
+  g.trans_a = trans_a, g.trans_b = trans_b, g.m = m, g.n = n, g.k = k, g.alpha = alpha, g.beta = beta;
+  g.a = a, g.lda = lda, g.b = b, g.ldb = ldb, g.c = c, g.ldc = ldc;
+  g.batch = batch, g.stride_a = stride_a, g.stride_b = stride_b, g.stride_c = stride_c;
+  lt_gemm(g, current_stream());
 }
 
 size_t lt_gemm_plans() {

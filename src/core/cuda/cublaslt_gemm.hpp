@@ -13,6 +13,12 @@ namespace asteria::cuda {
 // Queues g on stream s (thread-safe). Throws when no algorithm supports the shape.
 void lt_gemm(const GemmArgs& g, cudaStream_t s);
 
+// fp32 on the calling thread's current stream, with cpu::gemm's argument order (plus an
+// optional strided batch), so that a CUDA op reads like its CPU twin.
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc, int batch = 1, int64_t stride_a = 0, int64_t stride_b = 0,
+          int64_t stride_c = 0);
+
 // Plans made so far (for tests: a repeated shape makes none).
 size_t lt_gemm_plans();
 

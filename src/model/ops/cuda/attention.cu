@@ -51,11 +51,7 @@ __global__ void causal_softmax_backward_kernel(const float* p, float* ds, int Tn
 // heads batched products of head-strided views: op(A_h) op(B_h) for h in [0, heads).
 void head_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, int64_t sa,
                const float* b, int ldb, int64_t sb, float* c, int ldc, int64_t sc, int heads) {
-  GemmArgs g;
-  g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k, g.alpha = alpha, g.beta = 0;
-  g.a = a, g.lda = lda, g.stride_a = sa, g.b = b, g.ldb = ldb, g.stride_b = sb, g.c = c, g.ldc = ldc, g.stride_c = sc;
-  g.batch = heads;
-  asteria::cuda::lt_gemm(g, asteria::cuda::current_stream());
+  asteria::cuda::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, heads, sa, sb, sc);
 }
 
 }  // namespace

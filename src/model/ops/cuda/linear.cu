@@ -6,17 +6,7 @@
 
 namespace asteria::ops::cuda {
 
-namespace {
-
-void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
-          float beta, float* c, int ldc) {
-  GemmArgs g;
-  g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k, g.alpha = alpha, g.beta = beta;
-  g.a = a, g.lda = lda, g.b = b, g.ldb = ldb, g.c = c, g.ldc = ldc;
-  asteria::cuda::lt_gemm(g, asteria::cuda::current_stream());
-}
-
-}  // namespace
+using asteria::cuda::gemm;
 
 template <>
 void linear_forward<float>(float* out, const float* inp, const float* weight, int N, int IC, int OC, bool accumulate) {
