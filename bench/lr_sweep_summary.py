@@ -1,44 +1,51 @@
 #!/usr/bin/python3
-"""Summary of bench/lr_sweep.sh: final eval loss per optimizer and lr, each optimizer's best lr,
-steps and wall-clock of the best runs to reach AdamW's best final eval loss (and the ratio to
-AdamW's wall-clock), and a plot of eval loss vs wall-clock for the four best runs.
+"""Summary of bench/lr_sweep.sh from its per-run records: final eval loss per optimizer and lr,
+each optimizer's best lr, steps and wall-clock of the best runs to reach AdamW's best final eval
+loss (and the ratio to AdamW's), and a plot of eval loss vs wall-clock for the four best runs.
 
-usage: lr_sweep_summary.py RAW_DIR OUT_DIR STEPS
+Wall-clock comes two ways. "own clock" is each run's elapsed time, which compares only between
+runs on the same CPU with nothing else running. "timed" is steps x the mean step time of that
+optimizer and mode in bench/flat_steps.sh, which measures all of them in one run on one machine;
+the loss per step is independent of timing, so this is the comparison that survives a sweep
+spread over sessions and machines.
+
+usage: lr_sweep_summary.py OUT_DIR STEPS FLAT_STEPS_SUMMARY_JSON
 """
 import json
 import pathlib
-import re
 import sys
 
-raw, out, steps = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), int(sys.argv[3])
+out, steps, flat = pathlib.Path(sys.argv[1]), int(sys.argv[2]), pathlib.Path(sys.argv[3])
 runs = {}
-machines = {}
-for d in sorted(raw.glob("*-lr*")):
-    m = re.fullmatch(r"(.+)-lr([0-9.e+-]+)", d.name)
-    f = d / "metrics.jsonl"
-    if not m or not f.exists():
-        continue
-    rows = [json.loads(l) for l in f.read_text().splitlines() if l.strip()]
-    if len(rows) < steps:
-        continue
-    evals = [(r["step"], r["elapsed_s"], r["eval_loss"]) for r in rows if "eval_loss" in r]
-    runs.setdefault(m.group(1), {})[float(m.group(2))] = evals
-    mf = d / "machine.txt"
-    machines[(m.group(1), float(m.group(2)))] = mf.read_text().split(" | ")[0].strip() if mf.exists() else "unknown"
+for f in sorted((out / "runs").glob("*.json")):
+    r = json.loads(f.read_text())
+    if r["steps"] == steps:
+        runs.setdefault(r["optimizer"], {})[r["lr"]] = r
+step_s = {}
+if flat.exists():
+    for r in json.loads(flat.read_text())["runs"]:
+        step_s[r["run"]] = r["step_time_mean_s"]
+
+def timed_key(r):
+    return r["optimizer"] if r["mode"] == "native" else f"{r['optimizer']}-{r['mode']}"
 
 lines = [f"# lr sweep, bench-small, {steps} steps (bench/lr_sweep.sh)", "",
-         "| optimizer | lr | final eval loss |", "|---|---|---|"]
+         "| optimizer | mode | lr | final eval loss | final train loss | own mean step s | machine |",
+         "|---|---|---|---|---|---|---|"]
 best = {}
 for opt, by_lr in runs.items():
-    for lr, ev in sorted(by_lr.items()):
-        lines.append(f"| {opt} | {lr:g} | {ev[-1][2]:.4f} |")
-    lr = min(by_lr, key=lambda k: by_lr[k][-1][2])
-    edge = " (grid edge)" if lr in (min(by_lr), max(by_lr)) else ""
+    for lr, r in sorted(by_lr.items()):
+        lines.append(f"| {opt} | {r['mode']} | {lr:g} | {r['evals'][-1][2]:.4f} | {r['final_train_loss']:.4f} | "
+                     f"{r['step_time_mean_s']:.2f} | {r['machine']} |")
+    lr = min(by_lr, key=lambda k: by_lr[k]["evals"][-1][2])
+    edge = " (grid edge)" if len(by_lr) > 1 and lr in (min(by_lr), max(by_lr)) else ""
+    if len(by_lr) < 4:
+        edge += f" ({len(by_lr)} of 4 lrs run)"
     best[opt] = (lr, by_lr[lr], edge)
 
-def reach(ev, target):  # first eval at or below target, interpolated in time and steps
+def reach(evals, target):  # first eval at or below target, interpolated in steps and time
     prev = None
-    for s, t, loss in ev:
+    for s, t, loss in evals:
         if loss <= target:
             if prev is None:
                 return s, t
@@ -48,36 +55,49 @@ def reach(ev, target):  # first eval at or below target, interpolated in time an
         prev = (s, t, loss)
     return None
 
-lines += ["", "| optimizer | best lr | final eval loss | steps to AdamW's best | wall-clock s to it | vs AdamW |", "|---|---|---|---|---|---|"]
 summary = {}
+lines += ["", "| optimizer | best lr | final eval loss | steps to AdamW's best | vs AdamW | "
+          "timed s to it | vs AdamW | own-clock s to it | vs AdamW |", "|---|---|---|---|---|---|---|---|---|"]
 if "adamw" in best:
-    target = best["adamw"][1][-1][2]
-    base = reach(best["adamw"][1], target)
-    for opt, (lr, ev, edge) in best.items():
-        r = reach(ev, target)
-        ratio = r[1] / base[1] if r and base else None
-        summary[opt] = {"lr": lr, "final_eval_loss": ev[-1][2], "steps_to_target": r[0] if r else None,
-                        "seconds_to_target": r[1] if r else None, "wall_clock_vs_adamw": ratio}
-        lines.append(f"| {opt} | {lr:g}{edge} | {ev[-1][2]:.4f} | {f'{r[0]:.0f}' if r else 'not reached'} | "
-                     f"{f'{r[1]:.0f}' if r else '-'} | {f'{ratio:.2f}x' if ratio else '-'} |")
-best_machines = sorted({machines.get((opt, lr), "unknown") for opt, (lr, _, _) in best.items()})
-lines += ["", "CPU of the best runs: " + "; ".join(best_machines)]
-if len(best_machines) > 1:
-    lines.append("**The best runs ran on different CPUs: their wall-clocks do not compare; steps do.**")
-out.mkdir(parents=True, exist_ok=True)
+    target = best["adamw"][1]["evals"][-1][2]
+    base = reach(best["adamw"][1]["evals"], target)
+    base_timed = base[0] * step_s["adamw"] if "adamw" in step_s else None
+    for opt, (lr, r, edge) in best.items():
+        hit = reach(r["evals"], target)
+        per = step_s.get(timed_key(r))
+        timed = hit[0] * per if hit and per else None
+        row = {"lr": lr, "mode": r["mode"], "final_eval_loss": r["evals"][-1][2],
+               "steps_to_target": hit[0] if hit else None, "steps_vs_adamw": hit[0] / base[0] if hit else None,
+               "timed_s_to_target": timed, "timed_vs_adamw": timed / base_timed if timed and base_timed else None,
+               "own_clock_s_to_target": hit[1] if hit else None,
+               "own_clock_vs_adamw": hit[1] / base[1] if hit else None, "machine": r["machine"]}
+        summary[opt] = row
+        fmt = lambda v, f: "-" if v is None else format(v, f)
+        lines.append(f"| {opt} | {lr:g}{edge} | {row['final_eval_loss']:.4f} | "
+                     f"{fmt(row['steps_to_target'], '.0f') if hit else 'not reached'} | {fmt(row['steps_vs_adamw'], '.2f')} | "
+                     f"{fmt(timed, '.0f')} | {fmt(row['timed_vs_adamw'], '.2f')} | "
+                     f"{fmt(row['own_clock_s_to_target'], '.0f')} | {fmt(row['own_clock_vs_adamw'], '.2f')} |")
+    lines += ["", f"Target: AdamW's best final eval loss, {target:.4f}. Timed step means (bench/flat_steps.sh, "
+              f"{flat}): " + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(step_s.items()))]
+machines = sorted({r["machine"] for _, r, _ in best.values()})
+lines.append("CPU of the best runs: " + "; ".join(machines))
+if len(machines) > 1:
+    lines.append("**The best runs ran on different CPUs: their own clocks do not compare; steps and timed seconds do.**")
 (out / "summary.md").write_text("\n".join(lines) + "\n")
-(out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+(out / "summary.json").write_text(json.dumps({"steps": steps, "best": summary}, indent=1) + "\n")
 print("\n".join(lines))
 try:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for opt, (lr, ev, _) in best.items():
-        ax.plot([t for _, t, _ in ev], [l for _, _, l in ev], label=f"{opt} (lr {lr:g})")
+    for opt, (lr, r, _) in best.items():
+        per = step_s.get(timed_key(r))
+        if per:
+            ax.plot([s * per for s, _, _ in r["evals"]], [l for _, _, l in r["evals"]], label=f"{opt} (lr {lr:g})")
     if "adamw" in best:
-        ax.axhline(best["adamw"][1][-1][2], color="gray", lw=0.8, ls="--")
-    ax.set_xlabel("wall-clock (s)")
+        ax.axhline(best["adamw"][1]["evals"][-1][2], color="gray", lw=0.8, ls="--")
+    ax.set_xlabel("wall-clock (s): steps x the step time of bench/flat_steps.sh")
     ax.set_ylabel("eval loss")
     ax.set_title(f"bench-small, best lr of each optimizer, {steps} steps")
     ax.legend()

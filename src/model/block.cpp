@@ -1,17 +1,10 @@
 #include "model/block.hpp"
 
-#include <cstring>
 #include <string>
 
 #include "core/error.hpp"
 #include "model/norm.hpp"
-#include "model/ops/attention.hpp"
-#include "model/ops/attention_tiled.hpp"
-#include "model/ops/linear.hpp"
-#include "model/ops/rmsnorm.hpp"
-#include "model/ops/rope.hpp"
-#include "model/ops/swiglu.hpp"
-#include "model/ops/parallel.hpp"
+#include "model/ops/op_set.hpp"
 
 namespace asteria {
 
@@ -36,24 +29,8 @@ BlockTensors<T> block_tensors(T* base, const ParamTable& table) {
 
 namespace {
 
-// Row-wise copy of a column range between two row-strided matrices (the V part of qkv).
-template <class T>
-void copy_columns(T* dst, int ld_dst, const T* src, int ld_src, int N, int cols) {
-#pragma omp parallel for schedule(static) if (ops::worth_parallel(size_t(N) * cols))
-  for (int n = 0; n < N; n++)
-    std::memcpy(dst + static_cast<size_t>(n) * ld_dst, src + static_cast<size_t>(n) * ld_src,
-                sizeof(T) * cols);
-}
-
-template <class T>
-void copy_rows(T* dst, const T* src, size_t n) {
-  // One parallel copy: the residual stream is several MB per block.
-#pragma omp parallel for schedule(static) if (ops::worth_parallel(n))
-  for (size_t i = 0; i < n; i++) dst[i] = src[i];
-}
-
 // The attention sublayer up to (not including) att_out: h[N, C] -> atty[N, C].
-template <class T>
+template <class T, class Ops>
 void attention_sublayer_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
                                 const BlockActivationLayout& L, T* acts, const T* h,
                                 const ScratchLayout& S, T* scratch) {
@@ -63,26 +40,26 @@ void attention_sublayer_forward(const BlockContext<T>& ctx, const BlockTensors<T
   T* qkv = L.qkv.in(acts);  // [N, 3C]
   if (cfg.qk_norm) {
     T* raw = L.qkv_raw.in(acts);  // [N, 3C]
-    ops::linear_forward(raw, h, w.att_qkv, N, C, 3 * C, false);
-    ops::rmsnorm_forward(qkv, 3 * C, L.q_rstd.in(acts), raw, 3 * C, w.q_norm,
+    Ops::linear_forward(raw, h, w.att_qkv, N, C, 3 * C, false);
+    Ops::rmsnorm_forward(qkv, 3 * C, L.q_rstd.in(acts), raw, 3 * C, w.q_norm,
                          static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
-    ops::rmsnorm_forward(qkv + C, 3 * C, L.k_rstd.in(acts), raw + C, 3 * C, w.k_norm,
+    Ops::rmsnorm_forward(qkv + C, 3 * C, L.k_rstd.in(acts), raw + C, 3 * C, w.k_norm,
                          static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
-    copy_columns(qkv + 2 * C, 3 * C, raw + 2 * C, 3 * C, N, C);
+    Ops::copy_columns(qkv + 2 * C, 3 * C, raw + 2 * C, 3 * C, N, C);
   } else {
-    ops::linear_forward(qkv, h, w.att_qkv, N, C, 3 * C, false);
+    Ops::linear_forward(qkv, h, w.att_qkv, N, C, 3 * C, false);
   }
   // q and k are adjacent in a row: rotate them as 2*NH heads in one pass.
-  ops::rope_forward(qkv, 3 * C, N, Tn, 2 * NH, hd, ctx.rope_cos, ctx.rope_sin);
+  Ops::rope_forward(qkv, 3 * C, N, Tn, 2 * NH, hd, ctx.rope_cos, ctx.rope_sin);
   if (cfg.attention == AttentionKind::Tiled)
-    ops::attention_tiled_forward(L.atty.in(acts), L.att.in(acts), S.att.in(scratch), S.att_slabs,
+    Ops::attention_tiled_forward(L.atty.in(acts), L.att.in(acts), S.att.in(scratch), S.att_slabs,
                                  static_cast<const T*>(qkv), ctx.batch, Tn, C, NH);
   else
-    ops::attention_forward(L.atty.in(acts), L.att.in(acts), static_cast<const T*>(qkv), ctx.batch, Tn, C, NH);
+    Ops::attention_forward(L.atty.in(acts), L.att.in(acts), static_cast<const T*>(qkv), ctx.batch, Tn, C, NH);
 }
 
 // Backward of attention_sublayer_forward: datty[N, C] -> dqkv[N, 3C] = dL/d(att_qkv output).
-template <class T>
+template <class T, class Ops>
 void attention_sublayer_backward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
                                  const BlockTensors<T>& dw, const BlockActivationLayout& L,
                                  const T* acts, const T* datty, T* dqkv, T* att_scratch,
@@ -91,25 +68,25 @@ void attention_sublayer_backward(const BlockContext<T>& ctx, const BlockTensors<
   const int C = cfg.d_model, NH = cfg.n_heads, hd = cfg.head_dim(), Tn = cfg.seq_len;
   const int N = ctx.batch * Tn;
   if (cfg.attention == AttentionKind::Tiled)
-    ops::attention_tiled_backward(dqkv, att_scratch, att_slabs, datty, L.qkv.in(acts),
+    Ops::attention_tiled_backward(dqkv, att_scratch, att_slabs, datty, L.qkv.in(acts),
                                   L.att.in(acts), ctx.batch, Tn, C, NH);
   else
-    ops::attention_backward(dqkv, att_scratch, att_slabs, datty, L.qkv.in(acts), L.att.in(acts),
+    Ops::attention_backward(dqkv, att_scratch, att_slabs, datty, L.qkv.in(acts), L.att.in(acts),
                             ctx.batch, Tn, C, NH);
-  ops::rope_backward(dqkv, 3 * C, N, Tn, 2 * NH, hd, ctx.rope_cos, ctx.rope_sin);
+  Ops::rope_backward(dqkv, 3 * C, N, Tn, 2 * NH, hd, ctx.rope_cos, ctx.rope_sin);
   if (cfg.qk_norm) {
     const T* raw = L.qkv_raw.in(acts);
     // In place: dq/dk of the normalized vectors become those of the raw projections.
-    ops::rmsnorm_backward(dqkv, 3 * C, dw.q_norm, dqkv, 3 * C, raw, 3 * C, w.q_norm,
+    Ops::rmsnorm_backward(dqkv, 3 * C, dw.q_norm, dqkv, 3 * C, raw, 3 * C, w.q_norm,
                           L.q_rstd.in(acts), N, C, scale, false);
-    ops::rmsnorm_backward(dqkv + C, 3 * C, dw.k_norm, dqkv + C, 3 * C, raw + C, 3 * C, w.k_norm,
+    Ops::rmsnorm_backward(dqkv + C, 3 * C, dw.k_norm, dqkv + C, 3 * C, raw + C, 3 * C, w.k_norm,
                           L.k_rstd.in(acts), N, C, scale, false);
   }
 }
 
 }  // namespace
 
-template <class T>
+template <class T, class Ops>
 void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
                    const BlockActivationLayout& L, T* acts, const T* x, T* out,
                    const ScratchLayout& S, T* scratch) {
@@ -124,31 +101,31 @@ void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
   T* act = L.act.in(acts);        // [N, F]
 
   if (cfg.norm_placement == NormPlacement::Pre) {
-    norm_forward(kind, att_nx, L.att_mean.in(acts), L.att_rstd.in(acts), x, w.att_norm,
+    norm_forward<Ops>(kind, att_nx, L.att_mean.in(acts), L.att_rstd.in(acts), x, w.att_norm,
                  static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
-    attention_sublayer_forward(ctx, w, L, acts, att_nx, S, scratch);
-    copy_rows(x1, x, NC);
-    ops::linear_forward(x1, L.atty.in(acts), w.att_out, N, C, C, true);  // x1 = x + att
-    norm_forward(kind, mlp_nx, L.mlp_mean.in(acts), L.mlp_rstd.in(acts), x1, w.mlp_norm,
+    attention_sublayer_forward<T, Ops>(ctx, w, L, acts, att_nx, S, scratch);
+    Ops::copy(x1, x, NC);
+    Ops::linear_forward(x1, L.atty.in(acts), w.att_out, N, C, C, true);  // x1 = x + att
+    norm_forward<Ops>(kind, mlp_nx, L.mlp_mean.in(acts), L.mlp_rstd.in(acts), x1, w.mlp_norm,
                  static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
-    ops::linear_forward(up, mlp_nx, w.mlp_up, N, C, 2 * F, false);
-    ops::swiglu_forward(act, up, N, F);
-    copy_rows(out, x1, NC);
-    ops::linear_forward(out, act, w.mlp_down, N, F, C, true);  // out = x1 + mlp
+    Ops::linear_forward(up, mlp_nx, w.mlp_up, N, C, 2 * F, false);
+    Ops::swiglu_forward(act, up, N, F);
+    Ops::copy(out, x1, NC);
+    Ops::linear_forward(out, act, w.mlp_down, N, F, C, true);  // out = x1 + mlp
   } else {
-    attention_sublayer_forward(ctx, w, L, acts, x, S, scratch);
-    ops::linear_forward(att_nx, L.atty.in(acts), w.att_out, N, C, C, false);
-    norm_forward(kind, x1, L.att_mean.in(acts), L.att_rstd.in(acts), att_nx, w.att_norm, x, N, C,
+    attention_sublayer_forward<T, Ops>(ctx, w, L, acts, x, S, scratch);
+    Ops::linear_forward(att_nx, L.atty.in(acts), w.att_out, N, C, C, false);
+    norm_forward<Ops>(kind, x1, L.att_mean.in(acts), L.att_rstd.in(acts), att_nx, w.att_norm, x, N, C,
                  cfg.norm_eps);  // x1 = x + norm(att)
-    ops::linear_forward(up, x1, w.mlp_up, N, C, 2 * F, false);
-    ops::swiglu_forward(act, up, N, F);
-    ops::linear_forward(mlp_nx, act, w.mlp_down, N, F, C, false);
-    norm_forward(kind, out, L.mlp_mean.in(acts), L.mlp_rstd.in(acts), mlp_nx, w.mlp_norm, x1, N,
+    Ops::linear_forward(up, x1, w.mlp_up, N, C, 2 * F, false);
+    Ops::swiglu_forward(act, up, N, F);
+    Ops::linear_forward(mlp_nx, act, w.mlp_down, N, F, C, false);
+    norm_forward<Ops>(kind, out, L.mlp_mean.in(acts), L.mlp_rstd.in(acts), mlp_nx, w.mlp_norm, x1, N,
                  C, cfg.norm_eps);  // out = x1 + norm(mlp)
   }
 }
 
-template <class T>
+template <class T, class Ops>
 void block_backward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
                     const BlockTensors<T>& dw, const BlockActivationLayout& L, const T* acts,
                     const T* x, const ScratchLayout& S, T* scratch, T scale) {
@@ -169,50 +146,49 @@ void block_backward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
 
   if (cfg.norm_placement == NormPlacement::Pre) {
     // MLP: out = x1 + mlp_down(swiglu(mlp_up(norm(x1))))
-    ops::linear_backward(dmid, dw.mlp_down, dres, act, w.mlp_down, N, F, C, scale, false);
-    ops::swiglu_backward(dwide, dmid, up, N, F);
-    ops::linear_backward(dnx, dw.mlp_up, dwide, mlp_nx, w.mlp_up, N, C, 2 * F, scale, false);
-    norm_backward(kind, dres, dw.mlp_norm, dnx, x1, w.mlp_norm, L.mlp_mean.in(acts),
+    Ops::linear_backward(dmid, dw.mlp_down, dres, act, w.mlp_down, N, F, C, scale, false);
+    Ops::swiglu_backward(dwide, dmid, up, N, F);
+    Ops::linear_backward(dnx, dw.mlp_up, dwide, mlp_nx, w.mlp_up, N, C, 2 * F, scale, false);
+    norm_backward<Ops>(kind, dres, dw.mlp_norm, dnx, x1, w.mlp_norm, L.mlp_mean.in(acts),
                   L.mlp_rstd.in(acts), N, C, scale, true);
     // Attention: x1 = x + att_out(attention(norm(x)))
-    ops::linear_backward(dmid, dw.att_out, dres, atty, w.att_out, N, C, C, scale, false);
-    attention_sublayer_backward(ctx, w, dw, L, acts, dmid, dwide, att_scratch, S.att_slabs,
+    Ops::linear_backward(dmid, dw.att_out, dres, atty, w.att_out, N, C, C, scale, false);
+    attention_sublayer_backward<T, Ops>(ctx, w, dw, L, acts, dmid, dwide, att_scratch, S.att_slabs,
                                 scale);
-    ops::linear_backward(dnx, dw.att_qkv, dwide, att_nx, w.att_qkv, N, C, 3 * C, scale, false);
-    norm_backward(kind, dres, dw.att_norm, dnx, x, w.att_norm, L.att_mean.in(acts),
+    Ops::linear_backward(dnx, dw.att_qkv, dwide, att_nx, w.att_qkv, N, C, 3 * C, scale, false);
+    norm_backward<Ops>(kind, dres, dw.att_norm, dnx, x, w.att_norm, L.att_mean.in(acts),
                   L.att_rstd.in(acts), N, C, scale, true);
   } else {
     // MLP: out = x1 + norm(mlp_down(swiglu(mlp_up(x1))))
-    norm_backward(kind, dnx, dw.mlp_norm, dres, mlp_nx, w.mlp_norm, L.mlp_mean.in(acts),
+    norm_backward<Ops>(kind, dnx, dw.mlp_norm, dres, mlp_nx, w.mlp_norm, L.mlp_mean.in(acts),
                   L.mlp_rstd.in(acts), N, C, scale, false);
-    ops::linear_backward(dmid, dw.mlp_down, dnx, act, w.mlp_down, N, F, C, scale, false);
-    ops::swiglu_backward(dwide, dmid, up, N, F);
-    ops::linear_backward(dres, dw.mlp_up, dwide, x1, w.mlp_up, N, C, 2 * F, scale, true);
+    Ops::linear_backward(dmid, dw.mlp_down, dnx, act, w.mlp_down, N, F, C, scale, false);
+    Ops::swiglu_backward(dwide, dmid, up, N, F);
+    Ops::linear_backward(dres, dw.mlp_up, dwide, x1, w.mlp_up, N, C, 2 * F, scale, true);
     // Attention: x1 = x + norm(att_out(attention(x)))
-    norm_backward(kind, dnx, dw.att_norm, dres, att_nx, w.att_norm, L.att_mean.in(acts),
+    norm_backward<Ops>(kind, dnx, dw.att_norm, dres, att_nx, w.att_norm, L.att_mean.in(acts),
                   L.att_rstd.in(acts), N, C, scale, false);
-    ops::linear_backward(dmid, dw.att_out, dnx, atty, w.att_out, N, C, C, scale, false);
-    attention_sublayer_backward(ctx, w, dw, L, acts, dmid, dwide, att_scratch, S.att_slabs,
+    Ops::linear_backward(dmid, dw.att_out, dnx, atty, w.att_out, N, C, C, scale, false);
+    attention_sublayer_backward<T, Ops>(ctx, w, dw, L, acts, dmid, dwide, att_scratch, S.att_slabs,
                                 scale);
-    ops::linear_backward(dres, dw.att_qkv, dwide, x, w.att_qkv, N, C, 3 * C, scale, true);
+    Ops::linear_backward(dres, dw.att_qkv, dwide, x, w.att_qkv, N, C, 3 * C, scale, true);
   }
 }
 
 template BlockTensors<float> block_tensors<float>(float*, const ParamTable&);
 template BlockTensors<double> block_tensors<double>(double*, const ParamTable&);
-template void block_forward<float>(const BlockContext<float>&, const BlockTensors<float>&,
-                                   const BlockActivationLayout&, float*, const float*, float*,
-                                   const ScratchLayout&, float*);
-template void block_forward<double>(const BlockContext<double>&, const BlockTensors<double>&,
-                                    const BlockActivationLayout&, double*, const double*,
-                                    double*, const ScratchLayout&, double*);
-template void block_backward<float>(const BlockContext<float>&, const BlockTensors<float>&,
-                                    const BlockTensors<float>&, const BlockActivationLayout&,
-                                    const float*, const float*, const ScratchLayout&, float*,
-                                    float);
-template void block_backward<double>(const BlockContext<double>&, const BlockTensors<double>&,
-                                     const BlockTensors<double>&, const BlockActivationLayout&,
-                                     const double*, const double*, const ScratchLayout&, double*,
-                                     double);
+
+#define ASTERIA_INSTANTIATE_BLOCK(T, Ops)                                                              \
+  template void block_forward<T, Ops>(const BlockContext<T>&, const BlockTensors<T>&,                  \
+                                      const BlockActivationLayout&, T*, const T*, T*,                  \
+                                      const ScratchLayout&, T*);                                       \
+  template void block_backward<T, Ops>(const BlockContext<T>&, const BlockTensors<T>&,                 \
+                                       const BlockTensors<T>&, const BlockActivationLayout&, const T*, \
+                                       const T*, const ScratchLayout&, T*, T);
+ASTERIA_INSTANTIATE_BLOCK(float, CpuOps)
+ASTERIA_INSTANTIATE_BLOCK(double, CpuOps)
+#ifdef ASTERIA_HAVE_CUDA
+ASTERIA_INSTANTIATE_BLOCK(float, CudaOps)
+#endif
 
 }  // namespace asteria

@@ -11,6 +11,8 @@
 
 namespace asteria {
 
+struct CpuOps;   // model/ops/op_set.hpp: the backend the layers run on
+
 // Views of one block's tensors inside its flat buffer (parameters or gradients).
 // Null where the config has no such tensor (norm weights of LayerNorm, QK-norm when off).
 template <class T>
@@ -38,11 +40,12 @@ struct BlockContext {
   const T* rope_sin = nullptr;
 };
 
+// All pointers are in the op set's memory (host for CpuOps, device for CudaOps; float only there).
 // out[B*T, C] = block(x[B*T, C]); saves activations into acts (laid out by `layout`). The
 // tiled attention works in scratch's attention slabs (nothing else of scratch is touched).
 // A forward again with the same x, weights and buffers reproduces acts and out bit for bit
 // (activation checkpointing relies on it).
-template <class T>
+template <class T, class Ops = CpuOps>
 void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
                    const BlockActivationLayout& layout, T* acts, const T* x, T* out,
                    const ScratchLayout& scratch_layout, T* scratch);
@@ -50,7 +53,7 @@ void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
 // On entry scratch.dres holds dL/dout; on exit it holds dL/dx. Adds scale * dL/dparams to dw.
 // Reads the activations saved by the last block_forward with the same x (it does not change
 // them, so backward may run again).
-template <class T>
+template <class T, class Ops = CpuOps>
 void block_backward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
                     const BlockTensors<T>& dw, const BlockActivationLayout& layout,
                     const T* acts, const T* x, const ScratchLayout& scratch_layout, T* scratch,

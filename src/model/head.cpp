@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "model/norm.hpp"
-#include "model/ops/linear.hpp"
+#include "model/ops/op_set.hpp"
 
 namespace asteria {
 
@@ -14,28 +14,28 @@ int head_rows(const ModelConfig& cfg, int N) { return cfg.head_chunk > 0 ? std::
 
 }  // namespace
 
-template <class T>
+template <class T, class Ops>
 ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
                                      const HeadActivationLayout& L, T* acts, const T* x,
                                      const int32_t* targets) {
   const int C = cfg.d_model, V = cfg.vocab_size, N = batch * cfg.seq_len;
   T* xf = L.xf.in(acts);          // [N, C]
   T* logits = L.logits.in(acts);  // [N, V]
-  norm_forward(cfg.norm, xf, L.mean.in(acts), L.rstd.in(acts), x, w.norm_f,
+  norm_forward<Ops>(cfg.norm, xf, L.mean.in(acts), L.rstd.in(acts), x, w.norm_f,
                static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
   const int chunk = head_rows(cfg, N);
   ops::CrossEntropyResult total;
   for (int r = 0; r < N; r += chunk) {
     const int n = std::min(chunk, N - r);
-    ops::linear_forward(logits, xf + static_cast<size_t>(r) * C, w.lm_head, n, C, V, false);
-    const ops::CrossEntropyResult part = ops::cross_entropy_fused(logits, targets + r, n, V, cfg.z_loss, N);
+    Ops::linear_forward(logits, xf + static_cast<size_t>(r) * C, w.lm_head, n, C, V, false);
+    const ops::CrossEntropyResult part = Ops::cross_entropy_fused(logits, targets + r, n, V, cfg.z_loss, N);
     total.ce += part.ce;
     total.z += part.z;
   }
   return total;
 }
 
-template <class T>
+template <class T, class Ops>
 void head_backward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
                    const HeadTensors<T>& dw, const HeadActivationLayout& L, T* acts,
                    const T* x, const int32_t* targets, const ScratchLayout& S, T* scratch, T scale) {
@@ -46,34 +46,32 @@ void head_backward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
   T* dx = S.dres.in(scratch);             // [N, C]
   const int chunk = head_rows(cfg, N);
   if (chunk == N) {
-    ops::linear_backward(dxf, dw.lm_head, dlogits, xf, w.lm_head, N, C, V, scale, false);
+    Ops::linear_backward(dxf, dw.lm_head, dlogits, xf, w.lm_head, N, C, V, scale, false);
   } else {
     // The chunk's logits again, and their gradient as the forward's fused pass left it.
     for (int r = 0; r < N; r += chunk) {
       const int n = std::min(chunk, N - r);
       const T* xr = xf + static_cast<size_t>(r) * C;
-      ops::linear_forward(dlogits, xr, w.lm_head, n, C, V, false);
-      ops::cross_entropy_fused(dlogits, targets + r, n, V, cfg.z_loss, N);
-      ops::linear_backward(dxf + static_cast<size_t>(r) * C, dw.lm_head, dlogits, xr, w.lm_head, n, C, V, scale, false);
+      Ops::linear_forward(dlogits, xr, w.lm_head, n, C, V, false);
+      Ops::cross_entropy_fused(dlogits, targets + r, n, V, cfg.z_loss, N);
+      Ops::linear_backward(dxf + static_cast<size_t>(r) * C, dw.lm_head, dlogits, xr, w.lm_head, n, C, V, scale, false);
     }
   }
-  norm_backward(cfg.norm, dx, dw.norm_f, dxf, x, w.norm_f, L.mean.in(acts), L.rstd.in(acts), N,
+  norm_backward<Ops>(cfg.norm, dx, dw.norm_f, dxf, x, w.norm_f, L.mean.in(acts), L.rstd.in(acts), N,
                 C, scale, false);
 }
 
-template ops::CrossEntropyResult head_forward<float>(const ModelConfig&, int,
-                                                     const HeadTensors<float>&,
-                                                     const HeadActivationLayout&, float*,
-                                                     const float*, const int32_t*);
-template ops::CrossEntropyResult head_forward<double>(const ModelConfig&, int,
-                                                      const HeadTensors<double>&,
-                                                      const HeadActivationLayout&, double*,
-                                                      const double*, const int32_t*);
-template void head_backward<float>(const ModelConfig&, int, const HeadTensors<float>&,
-                                   const HeadTensors<float>&, const HeadActivationLayout&, float*,
-                                   const float*, const int32_t*, const ScratchLayout&, float*, float);
-template void head_backward<double>(const ModelConfig&, int, const HeadTensors<double>&,
-                                    const HeadTensors<double>&, const HeadActivationLayout&, double*,
-                                    const double*, const int32_t*, const ScratchLayout&, double*, double);
+#define ASTERIA_INSTANTIATE_HEAD(T, Ops)                                                               \
+  template ops::CrossEntropyResult head_forward<T, Ops>(const ModelConfig&, int, const HeadTensors<T>&, \
+                                                        const HeadActivationLayout&, T*, const T*,      \
+                                                        const int32_t*);                                \
+  template void head_backward<T, Ops>(const ModelConfig&, int, const HeadTensors<T>&,                   \
+                                      const HeadTensors<T>&, const HeadActivationLayout&, T*, const T*, \
+                                      const int32_t*, const ScratchLayout&, T*, T);
+ASTERIA_INSTANTIATE_HEAD(float, CpuOps)
+ASTERIA_INSTANTIATE_HEAD(double, CpuOps)
+#ifdef ASTERIA_HAVE_CUDA
+ASTERIA_INSTANTIATE_HEAD(float, CudaOps)
+#endif
 
 }  // namespace asteria

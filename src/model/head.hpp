@@ -16,14 +16,16 @@
 
 namespace asteria {
 
+struct CpuOps;   // model/ops/op_set.hpp: the backend the layer runs on
+
 template <class T>
 struct HeadTensors {
   T* norm_f = nullptr;     // [C] (RMSNorm only)
   T* lm_head = nullptr;    // [E, C]: lm_head, or wte when tied
 };
 
-// Computes the loss parts and leaves dL/dlogits in the activations (fused cross-entropy).
-template <class T>
+// Pointers in the op set's memory (targets too). Computes the loss parts and leaves dL/dlogits in the activations (fused cross-entropy).
+template <class T, class Ops = CpuOps>
 ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
                                      const HeadActivationLayout& layout, T* acts, const T* x,
                                      const int32_t* targets);
@@ -31,7 +33,7 @@ ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const He
 // Writes dL/dx into scratch.dres; adds scale * dL/dparams to dw. targets: the forward's
 // (chunked: the logits are computed again). acts is written only when chunked (the chunk's
 // logits scratch).
-template <class T>
+template <class T, class Ops = CpuOps>
 void head_backward(const ModelConfig& cfg, int batch, const HeadTensors<T>& w,
                    const HeadTensors<T>& dw, const HeadActivationLayout& layout, T* acts,
                    const T* x, const int32_t* targets, const ScratchLayout& scratch_layout, T* scratch, T scale);

@@ -13,8 +13,7 @@
 #include "model/block.hpp"
 #include "model/head.hpp"
 #include "model/init.hpp"
-#include "model/ops/embedding.hpp"
-#include "model/ops/rope.hpp"
+#include "model/ops/op_set.hpp"
 
 namespace asteria {
 
@@ -39,34 +38,36 @@ void validate(const ModelConfig& cfg, int batch) {
 
 }  // namespace
 
-template <class T>
-struct Model<T>::Impl {
+template <class T, class Ops>
+struct Model<T, Ops>::Impl {
+  template <class U>
+  using Array = typename Ops::template Array<U>;   // host or device memory
   ModelConfig cfg;
   int batch = 0;
   int N = 0;  // batch * seq_len rows
   std::vector<ParamTable> tables;
   std::vector<std::string> names;
-  std::vector<Buffer<T>> params, grads;       // Storage::Owned only
+  std::vector<Array<T>> params, grads;       // Storage::Owned only
   std::vector<T*> param_ptr, grad_ptr;        // layer l's current buffers (null: unbound)
   std::vector<BlockTensors<T>> block_w, block_dw;
   HeadTensors<T> head_w, head_dw;
   T* wte = nullptr;   // [E, C]
   T* dwte = nullptr;  // [E, C]
 
-  Buffer<int32_t> inputs, targets;  // [N]
-  Buffer<T> residual;               // [L + 1, N, C]: x_0 (embedding) .. x_L (last block)
+  Array<int32_t> inputs, targets;  // [N]
+  Array<T> residual;               // [L + 1, N, C]: x_0 (embedding) .. x_L (last block)
   BlockActivationLayout block_layout;
   ActivationCheckpointing checkpointing;
-  std::vector<Buffer<T>> kept_acts;           // one per block that keeps its activations
-  Buffer<T> recompute_acts;                   // shared by the recomputed blocks
+  std::vector<Array<T>> kept_acts;           // one per block that keeps its activations
+  Array<T> recompute_acts;                   // shared by the recomputed blocks
   std::vector<T*> block_acts;                 // block i's activations (kept or shared)
   int recompute_holds = 0;                    // layer whose activations recompute_acts holds
                                               // (0: none)
   HeadActivationLayout head_layout;
-  Buffer<T> head_acts;
+  Array<T> head_acts;
   ScratchLayout scratch_layout;
-  Buffer<T> scratch;
-  Buffer<T> rope_cos, rope_sin;  // [T, hd/2]
+  Array<T> scratch;
+  Array<T> rope_cos, rope_sin;  // [T, hd/2]
   BlockContext<T> ctx;
   double ce = 0, z = 0;
 
@@ -101,8 +102,8 @@ struct Model<T>::Impl {
   }
 };
 
-template <class T>
-Model<T>::Model(const ModelConfig& cfg, int batch, Storage storage,
+template <class T, class Ops>
+Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
                 const ActivationCheckpointing& checkpointing)
     : impl_(std::make_unique<Impl>()) {
   validate(cfg, batch);
@@ -151,180 +152,188 @@ Model<T>::Model(const ModelConfig& cfg, int batch, Storage storage,
   const int half = cfg.head_dim() / 2;
   m.rope_cos.resize(static_cast<size_t>(cfg.seq_len) * half);
   m.rope_sin.resize(static_cast<size_t>(cfg.seq_len) * half);
-  ops::rope_tables(m.rope_cos.data(), m.rope_sin.data(), cfg.seq_len, cfg.head_dim(),
-                   cfg.rope_theta);
+  {
+    Buffer<T> cos_h(m.rope_cos.size()), sin_h(m.rope_sin.size());
+    ops::rope_tables(cos_h.data(), sin_h.data(), cfg.seq_len, cfg.head_dim(), cfg.rope_theta);
+    Ops::to_device(m.rope_cos.data(), cos_h.data(), cos_h.size());
+    Ops::to_device(m.rope_sin.data(), sin_h.data(), sin_h.size());
+  }
   m.ctx.cfg = &m.cfg;
   m.ctx.batch = batch;
   m.ctx.rope_cos = m.rope_cos.data();
   m.ctx.rope_sin = m.rope_sin.data();
 }
 
-template <class T>
-Model<T>::~Model() = default;
+template <class T, class Ops>
+Model<T, Ops>::~Model() = default;
 
-template <class T>
-const ModelConfig& Model<T>::config() const {
+template <class T, class Ops>
+const ModelConfig& Model<T, Ops>::config() const {
   return impl_->cfg;
 }
-template <class T>
-int Model<T>::batch() const {
+template <class T, class Ops>
+int Model<T, Ops>::batch() const {
   return impl_->batch;
 }
-template <class T>
-int Model<T>::num_layers() const {
+template <class T, class Ops>
+int Model<T, Ops>::num_layers() const {
   return impl_->cfg.n_layers + 2;
 }
-template <class T>
-const std::string& Model<T>::layer_name(int l) const {
+template <class T, class Ops>
+const std::string& Model<T, Ops>::layer_name(int l) const {
   return impl_->names.at(l);
 }
-template <class T>
-const ParamTable& Model<T>::table(int l) const {
+template <class T, class Ops>
+const ParamTable& Model<T, Ops>::table(int l) const {
   return impl_->tables.at(l);
 }
-template <class T>
-T* Model<T>::params(int l) {
+template <class T, class Ops>
+T* Model<T, Ops>::params(int l) {
   return impl_->param_ptr.at(l);
 }
-template <class T>
-T* Model<T>::grads(int l) {
+template <class T, class Ops>
+T* Model<T, Ops>::grads(int l) {
   return impl_->grad_ptr.at(l);
 }
-template <class T>
-void Model<T>::bind_params(int l, T* params) {
+template <class T, class Ops>
+void Model<T, Ops>::bind_params(int l, T* params) {
   ASTERIA_ASSERT(impl_->params.empty(), "bind_params on a model that owns its buffers");
   impl_->param_ptr.at(l) = params;
   impl_->update_views(l);
 }
-template <class T>
-void Model<T>::bind_grads(int l, T* grads) {
+template <class T, class Ops>
+void Model<T, Ops>::bind_grads(int l, T* grads) {
   ASTERIA_ASSERT(impl_->grads.empty(), "bind_grads on a model that owns its buffers");
   impl_->grad_ptr.at(l) = grads;
   impl_->update_views(l);
 }
-template <class T>
-size_t Model<T>::num_params() const {
+template <class T, class Ops>
+size_t Model<T, Ops>::num_params() const {
   size_t n = 0;
   for (const auto& t : impl_->tables) n += t.numel;
   return n;
 }
 
-template <class T>
-void Model<T>::init(uint64_t seed) {
+template <class T, class Ops>
+void Model<T, Ops>::init(uint64_t seed) {
   for (int l = 0; l < num_layers(); l++) init_layer(l, seed);
 }
 
-template <class T>
-void Model<T>::init_layer(int l, uint64_t seed) {
+template <class T, class Ops>
+void Model<T, Ops>::init_layer(int l, uint64_t seed) {
   Impl& m = *impl_;
   ASTERIA_ASSERT(m.param_ptr.at(l) || m.tables[l].numel == 0, "init_layer(", l, "): no parameter buffer bound");
   const int block = (l >= 1 && l <= m.cfg.n_layers) ? l - 1 : -1;
+  // Device memory: the values are made on the host and moved over in one copy.
+  Buffer<T> staging(Ops::kHostMemory ? 0 : m.tables[l].numel);
+  T* layer = Ops::kHostMemory ? m.param_ptr[l] : staging.data();
   for (const auto& e : m.tables[l].entries) {
-    T* p = m.param_ptr[l] + e.offset;
+    T* p = layer + e.offset;
     if (e.cls == ParamClass::Norm) {
       for (size_t i = 0; i < e.numel; i++) p[i] = T(1);
     } else {
       fill_truncated_normal(p, e.numel, init_std_for(m.cfg, e, block), seed, name_stream(e.name));
     }
   }
+  if (!Ops::kHostMemory) Ops::to_device(m.param_ptr[l], staging.data(), staging.size());
 }
 
-template <class T>
-void Model<T>::zero_grads() {
+template <class T, class Ops>
+void Model<T, Ops>::zero_grads() {
   Impl& m = *impl_;
   for (size_t l = 0; l < m.tables.size(); l++)
-    if (m.grad_ptr[l]) std::fill(m.grad_ptr[l], m.grad_ptr[l] + m.tables[l].numel, T(0));
+    if (m.grad_ptr[l]) Ops::zero(m.grad_ptr[l], m.tables[l].numel);
 }
 
-template <class T>
-void Model<T>::set_batch(const int32_t* inputs, const int32_t* targets) {
+template <class T, class Ops>
+void Model<T, Ops>::set_batch(const int32_t* inputs, const int32_t* targets) {
   Impl& m = *impl_;
   const int V = m.cfg.vocab_size;
   for (int i = 0; i < m.N; i++) {
     ASTERIA_CHECK(inputs[i] >= 0 && inputs[i] < V && targets[i] >= 0 && targets[i] < V,
                   "model: token id out of range [0, ", V, ") at position ", i, " (input ",
                   inputs[i], ", target ", targets[i], ")");
-    m.inputs[i] = inputs[i];
-    m.targets[i] = targets[i];
   }
+  Ops::to_device(m.inputs.data(), inputs, m.N);
+  Ops::to_device(m.targets.data(), targets, m.N);
 }
 
-template <class T>
-double Model<T>::forward(int l) {
+template <class T, class Ops>
+double Model<T, Ops>::forward(int l) {
   Impl& m = *impl_;
   const int L = m.cfg.n_layers;
   ASTERIA_ASSERT(l >= 0 && l <= L + 1, "layer ", l);
   if (l == 0) {
-    ops::embedding_forward(m.x(0), m.inputs.data(), m.wte, m.N, m.cfg.d_model);
+    Ops::embedding_forward(m.x(0), m.inputs.data(), m.wte, m.N, m.cfg.d_model);
     return 0.0;
   }
   if (l <= L) {
-    block_forward(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
+    block_forward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
                   m.scratch_layout, m.scratch.data());
     if (recomputes(l)) m.recompute_holds = l;
     return 0.0;
   }
-  const auto r = head_forward(m.cfg, m.batch, m.head_w, m.head_layout, m.head_acts.data(), m.x(L),
+  const auto r = head_forward<T, Ops>(m.cfg, m.batch, m.head_w, m.head_layout, m.head_acts.data(), m.x(L),
                               m.targets.data());
   m.ce = r.ce;
   m.z = m.cfg.z_loss * r.z;  // the z-loss part of the loss: ce + z = loss
   return m.ce + m.z;
 }
 
-template <class T>
-bool Model<T>::recomputes(int l) const {
+template <class T, class Ops>
+bool Model<T, Ops>::recomputes(int l) const {
   const Impl& m = *impl_;
   return l >= 1 && l <= m.cfg.n_layers && m.checkpointing.recomputes(l - 1);
 }
 
-template <class T>
-void Model<T>::recompute(int l) {
+template <class T, class Ops>
+void Model<T, Ops>::recompute(int l) {
   Impl& m = *impl_;
   ASTERIA_ASSERT(recomputes(l), "recompute(", l, "): the layer keeps its activations");
   if (m.recompute_holds == l) return;
   // The same call as the forward's, into the same buffers: x(l) is rewritten with the values it
   // holds, and the activations come out bit for bit as they were.
-  block_forward(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
+  block_forward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
                 m.scratch_layout, m.scratch.data());
   m.recompute_holds = l;
 }
 
-template <class T>
-void Model<T>::backward(int l, double grad_scale) {
+template <class T, class Ops>
+void Model<T, Ops>::backward(int l, double grad_scale) {
   Impl& m = *impl_;
   const int L = m.cfg.n_layers;
   ASTERIA_ASSERT(l >= 0 && l <= L + 1, "layer ", l);
   const T scale = static_cast<T>(grad_scale);
   if (l == L + 1) {
-    head_backward(m.cfg, m.batch, m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
+    head_backward<T, Ops>(m.cfg, m.batch, m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
                   m.targets.data(), m.scratch_layout, m.scratch.data(), scale);
   } else if (l >= 1) {
     ASTERIA_ASSERT(!recomputes(l) || m.recompute_holds == l, "backward(", l,
                    "): a recomputed block needs recompute(", l, ") first");
-    block_backward(m.ctx, m.block_w[l - 1], m.block_dw[l - 1], m.block_layout, m.block_acts[l - 1],
+    block_backward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_dw[l - 1], m.block_layout, m.block_acts[l - 1],
                    m.x(l - 1), m.scratch_layout, m.scratch.data(), scale);
   } else {
-    ops::embedding_backward(m.dwte, m.inputs.data(), m.scratch_layout.dres.in(m.scratch.data()),
+    Ops::embedding_backward(m.dwte, m.inputs.data(), m.scratch_layout.dres.in(m.scratch.data()),
                             m.N, m.cfg.d_model, scale);
   }
 }
 
-template <class T>
-double Model<T>::last_ce_loss() const {
+template <class T, class Ops>
+double Model<T, Ops>::last_ce_loss() const {
   return impl_->ce;
 }
-template <class T>
-double Model<T>::last_z_loss() const {
+template <class T, class Ops>
+double Model<T, Ops>::last_z_loss() const {
   return impl_->z;
 }
 
-template <class T>
-const T* Model<T>::last_final_hidden() const {
+template <class T, class Ops>
+const T* Model<T, Ops>::last_final_hidden() const {
   return impl_->head_layout.xf.in(impl_->head_acts.data());
 }
 
-template <class T>
-size_t Model<T>::activation_bytes() const {
+template <class T, class Ops>
+size_t Model<T, Ops>::activation_bytes() const {
   const Impl& m = *impl_;
   size_t elems = m.residual.size() + m.head_acts.size() + m.scratch.size() + m.recompute_acts.size();
   for (const auto& b : m.kept_acts) elems += b.size();
@@ -333,5 +342,8 @@ size_t Model<T>::activation_bytes() const {
 
 template class Model<float>;
 template class Model<double>;
+#ifdef ASTERIA_HAVE_CUDA
+template class Model<float, CudaOps>;
+#endif
 
 }  // namespace asteria

@@ -18,7 +18,10 @@
 //   backward(N+1) .. backward(0)               gradients are *added* (scaled by grad_scale) to
 //                                              the gradient buffers, so micro-batches accumulate;
 //                                              zero_grads() starts a step
-// T is float for training and double for finite-difference checks. All buffers (parameters,
+// T is float for training and double for finite-difference checks. Ops is the backend the
+// layers run on (model/ops/op_set.hpp): CpuOps (host memory) or CudaOps (float; device memory,
+// in builds with ASTERIA_HAVE_CUDA): params(l), grads(l), bind_* and last_final_hidden() are then
+// device pointers, set_batch and init take host values and move them over. All buffers (parameters,
 // gradients, activations) are allocated once in the constructor for the given batch size.
 //
 // Storage::Bound (sharded training, DESIGN.md "FSDP"): the model allocates no parameter or
@@ -37,7 +40,10 @@
 
 namespace asteria {
 
-template <class T>
+struct CpuOps;
+struct CudaOps;
+
+template <class T, class Ops = CpuOps>
 class Model {
  public:
   enum class Storage { Owned, Bound };
@@ -98,6 +104,9 @@ class Model {
 
 extern template class Model<float>;
 extern template class Model<double>;
+#ifdef ASTERIA_HAVE_CUDA
+extern template class Model<float, CudaOps>;
+#endif
 
 // Parameter count and tables without allocating a model (for --dry-run of big presets).
 std::vector<ParamTable> model_param_tables(const ModelConfig& cfg);

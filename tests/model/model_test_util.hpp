@@ -49,15 +49,16 @@ void perturb_norm_weights(Model<T>& m, uint64_t seed) {
         for (size_t i = 0; i < e.numel; i++) m.params(l)[e.offset + i] = T(1 + 0.3 * rng.uniform());
 }
 
-template <class T>
-double forward_all(Model<T>& m) {
+// Any Model<T, Ops>.
+template <class M>
+double forward_all(M& m) {
   double loss = 0;
   for (int l = 0; l < m.num_layers(); l++) loss = m.forward(l);
   return loss;
 }
 
-template <class T>
-void backward_all(Model<T>& m, double grad_scale) {
+template <class M>
+void backward_all(M& m, double grad_scale) {
   for (int l = m.num_layers() - 1; l >= 0; l--) {
     if (m.recomputes(l)) m.recompute(l);  // as the plan's recompute op does
     m.backward(l, grad_scale);
