@@ -3,7 +3,7 @@
 # driver but none of Asteria's Debian dependencies and no package source, so the build happens
 # here (build/, or ASTERIA_BUILD_DIR, with -DASTERIA_CUDA=ON: sm_90) and .device/ (gitignored)
 # receives what runs there:
-#   .device/bin/  test_cuda, test_core, bench_gemm_cuda, asteria-train, asteria-data
+#   .device/bin/  test_cuda, test_core, bench_gemm_cuda, bench_model_cuda, asteria-train, asteria-data
 #   .device/lib.tar.xz  the shared libraries they load that are not glibc's or CUDA's (OpenBLAS,
 #                 HDF5, Open MPI, yaml-cpp, sentencepiece, xxhash, ... as ldd resolves them here),
 #                 compressed: 74 MiB of them would not travel (the device tool carries 64 MiB)
@@ -14,10 +14,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${ASTERIA_BUILD_DIR:-build}
 scripts/setup.sh >/dev/null   # packages, and the build (AUTO: with CUDA where nvcc is)
 cmake -S . -B "$BUILD_DIR" -DASTERIA_CUDA=ON >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_cuda test_core bench_gemm_cuda asteria-train asteria-data
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_cuda test_core bench_gemm_cuda bench_model_cuda asteria-train asteria-data
 rm -rf .device
 mkdir -p .device/bin .device/lib
-bins=(test_cuda test_core bench_gemm_cuda asteria-train asteria-data)
+bins=(test_cuda test_core bench_gemm_cuda bench_model_cuda asteria-train asteria-data)
 for b in "${bins[@]}"; do cp "$BUILD_DIR/bin/$b" .device/bin/; done
 # Libraries: everything ldd resolves except the C runtime (the GPU machine's glibc is newer) and
 # CUDA's (the GPU machine's toolkit, matched to its driver).

@@ -24,7 +24,7 @@ if [[ -x .device/bin/test_cuda ]]; then
 else
   log "building build-cuda with $(nproc) cores"
   timeout 300 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DASTERIA_CUDA=ON > "$OUT/build.log" 2>&1 &&
-    timeout 300 cmake --build build-cuda -j"$(nproc)" --target test_cuda test_core bench_gemm_cuda asteria-train >> "$OUT/build.log" 2>&1 ||
+    timeout 300 cmake --build build-cuda -j"$(nproc)" --target test_cuda test_core bench_gemm_cuda bench_model_cuda asteria-train >> "$OUT/build.log" 2>&1 ||
     { log "build failed (tail of build.log):"; tail -30 "$OUT/build.log" | tee -a "$OUT/summary.txt"; exit 1; }
   BIN=build-cuda/bin
 fi
@@ -38,8 +38,36 @@ for t in test_cuda test_core; do
 done
 timeout 120 "$BIN/bench_gemm_cuda" --micro-batch 8 > "$OUT/bench_gemm_cuda.json" 2> "$OUT/bench_gemm_cuda.err"
 log "bench_gemm_cuda: rc $? $(python3 -c "import json,sys; d=json.load(open('$OUT/bench_gemm_cuda.json')); print('bf16 %.0f TFLOP/s (%.0f %% of %g), fp32 %.0f TFLOP/s' % (d['bf16_in_fp32_out']['step_weighted_tflops'], 100*d['bf16_in_fp32_out']['fraction_of_bf16_peak'], d['peak_bf16_dense_tflops'], d['fp32']['step_weighted_tflops']))" 2>&1)"
-# Training benchmarks (OLMo-1B AdamW, SOAP native, SOAP asteria on the GPU) need the CUDA
-# training path, which this version does not have yet: asteria-train trains on the CPU backend.
-log "OLMo-1B GPU training benchmark: not run (no CUDA training path in this version)"
+# The whole model's forward + backward on the device (fp32 path), OLMo-1B at seq 2048.
+timeout 120 "$BIN/bench_model_cuda" --micro-batch 4 > "$OUT/bench_model_cuda.json" 2> "$OUT/bench_model_cuda.err"
+log "bench_model_cuda (OLMo-1B, micro-batch 4, fp32): rc $? $(python3 -c "import json; d=json.load(open('$OUT/bench_model_cuda.json')); print('step %.3f s, %.0f tok/s, %.1f TFLOP/s, MFU %.1f %% of the bf16 peak, %.1f GiB device' % (d['step_s_median'], d['tokens_per_s'], d['tflops'], 100*d['mfu_vs_bf16_peak'], d['device_memory_used_bytes']/2**30))" 2>&1)"
+# OLMo-1B AdamW training on the GPU (runtime.backend cuda): 20 steps of the shipped config at
+# seq 2048 on random token ids (the GPU machine has no corpus), the largest micro-batch of 8, 4
+# that fits, one micro-batch per step. SOAP native / asteria on the GPU: not in this version.
+python3 -c "
+import array, random
+random.seed(1)
+array.array('H', (random.randrange(50280) for _ in range(20 * 8 * 2048 + 2049))).tofile(open('$OUT/tokens.bin', 'wb'))"
+for mb in 8 4; do
+  timeout 200 "$BIN/asteria-train" --config configs/olmo-1b-adamw.yaml --set runtime.backend=cuda \
+    --set data.train="$OUT/tokens.bin" --set data.eval= --set run.dir="$OUT/olmo-1b-adamw-cuda" --set run.overwrite=true \
+    --set train.steps=20 --set train.warmup_steps=2 --set train.grad_accum=1 --set train.micro_batch=$mb \
+    --set checkpoint.enabled=false > "$OUT/olmo-1b-adamw-cuda.log" 2>&1 && break
+  log "OLMo-1B AdamW on the GPU at micro-batch $mb: rc $? ($(tail -1 "$OUT/olmo-1b-adamw-cuda.log"))"
+done
+log "OLMo-1B AdamW on the GPU: $(python3 - "$OUT/olmo-1b-adamw-cuda/metrics.jsonl" <<'PY' 2>&1
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])][2:]   # after 2 warm-up steps
+t = sorted(r["step_time_s"] for r in rows)
+tok = rows[0]["tokens"] / rows[0]["step"]
+e = [r["energy_j"] for r in rows if "energy_j" in r]
+print("micro-batch tokens %d, step p50 %.3f s p99 %.3f s max %.3f s, %.0f tok/s, MFU %.1f %%, optimizer %.1f %% of the step, %s"
+      % (tok, t[len(t) // 2], t[min(len(t) - 1, int(0.99 * len(t)))], t[-1], tok / statistics.median(t),
+         100 * statistics.median(r["mfu"] for r in rows), 100 * sum(r["optim_s"] for r in rows) / sum(t),
+         "%.3f J/token" % (sum(e) / (tok * len(e))) if e else "no energy counter"))
+PY
+)"
+rm -f "$OUT/tokens.bin"
+log "SOAP native / asteria on the GPU: not run (SOAP on the CUDA backend is not built in this version)"
 log "done, status $status"
 exit $status

@@ -45,6 +45,7 @@ struct Model<T, Ops>::Impl {
   ModelConfig cfg;
   int batch = 0;
   int N = 0;  // batch * seq_len rows
+  bool image = false;  // Storage::Image: parameters only
   std::vector<ParamTable> tables;
   std::vector<std::string> names;
   std::vector<Array<T>> params, grads;       // Storage::Owned only
@@ -118,25 +119,24 @@ Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
   m.grad_ptr.assign(m.tables.size(), nullptr);
   m.block_w.resize(L);
   m.block_dw.resize(L);
-  if (storage == Storage::Owned) {
+  m.image = storage == Storage::Image;
+  if (storage != Storage::Bound)
     for (const auto& t : m.tables) {
       m.params.emplace_back(t.numel);
-      m.grads.emplace_back(t.numel);
+      if (storage == Storage::Owned) m.grads.emplace_back(t.numel);
     }
-  }
   for (size_t l = 0; l < m.tables.size(); l++) {
-    if (storage == Storage::Owned) {
-      m.param_ptr[l] = m.params[l].data();
-      m.grad_ptr[l] = m.grads[l].data();
-    }
+    if (storage != Storage::Bound) m.param_ptr[l] = m.params[l].data();
+    if (storage == Storage::Owned) m.grad_ptr[l] = m.grads[l].data();
     m.update_views(static_cast<int>(l));
   }
+  m.checkpointing = checkpointing;
+  if (m.image) return;   // nothing to run with
 
   m.inputs.resize(m.N);
   m.targets.resize(m.N);
   m.residual.resize(static_cast<size_t>(L + 1) * m.N * cfg.d_model);
   m.block_layout = block_activation_layout(cfg, batch);
-  m.checkpointing = checkpointing;
   m.kept_acts.reserve(L);
   for (int i = 0; i < L; i++)
     if (!checkpointing.recomputes(i)) m.kept_acts.emplace_back(m.block_layout.total);
@@ -248,6 +248,7 @@ void Model<T, Ops>::zero_grads() {
 template <class T, class Ops>
 void Model<T, Ops>::set_batch(const int32_t* inputs, const int32_t* targets) {
   Impl& m = *impl_;
+  ASTERIA_ASSERT(!m.image, "set_batch on a parameter image (Storage::Image)");
   const int V = m.cfg.vocab_size;
   for (int i = 0; i < m.N; i++) {
     ASTERIA_CHECK(inputs[i] >= 0 && inputs[i] < V && targets[i] >= 0 && targets[i] < V,
@@ -262,7 +263,7 @@ template <class T, class Ops>
 double Model<T, Ops>::forward(int l) {
   Impl& m = *impl_;
   const int L = m.cfg.n_layers;
-  ASTERIA_ASSERT(l >= 0 && l <= L + 1, "layer ", l);
+  ASTERIA_ASSERT(l >= 0 && l <= L + 1 && !m.image, "forward(", l, ")");
   if (l == 0) {
     Ops::embedding_forward(m.x(0), m.inputs.data(), m.wte, m.N, m.cfg.d_model);
     return 0.0;

@@ -24,6 +24,9 @@
 // device pointers, set_batch and init take host values and move them over. All buffers (parameters,
 // gradients, activations) are allocated once in the constructor for the given batch size.
 //
+// Storage::Image: the parameters only (no gradients, no activations): the host image of a model
+// that runs on another backend (init, checkpoints, export read and write it); it runs nothing.
+//
 // Storage::Bound (sharded training, DESIGN.md "FSDP"): the model allocates no parameter or
 // gradient buffers; the caller binds layer l's buffers (a gathered copy, a gradient slot) with
 // bind_params / bind_grads before running it and unbinds them (nullptr) after. forward(l)
@@ -46,7 +49,7 @@ struct CudaOps;
 template <class T, class Ops = CpuOps>
 class Model {
  public:
-  enum class Storage { Owned, Bound };
+  enum class Storage { Owned, Bound, Image };
   Model(const ModelConfig& cfg, int batch, Storage storage = Storage::Owned,
         const ActivationCheckpointing& checkpointing = {});
   ~Model();

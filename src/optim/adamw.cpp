@@ -77,15 +77,10 @@ void AdamW::step_layer(int layer, float* params, const float* grads, float grad_
 
 void AdamW::update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
                    int64_t step) {
-  lr *= p_.lr_scale;
-  const AdamWCoefficients decayed = adamw_coefficients(p_.beta1, p_.beta2, p_.eps, lr, p_.weight_decay, step);
-  AdamWCoefficients undecayed = decayed;
-  undecayed.wd = 0;
-  for (const OwnedEntry& e : owned_[layer]) {
-    const size_t off = e.state_offset;
-    adamw_update(params + e.param_offset, comp ? comp + e.param_offset : nullptr, m_[layer].data() + off,
-                 v_[layer].data() + off, grads + e.param_offset, grad_scale, e.numel, e.decay ? decayed : undecayed);
-  }
+  for_each_update(layer, lr, step, [&](size_t param_offset, size_t state_offset, size_t n, const AdamWCoefficients& k) {
+    adamw_update(params + param_offset, comp ? comp + param_offset : nullptr, m_[layer].data() + state_offset,
+                 v_[layer].data() + state_offset, grads + param_offset, grad_scale, n, k);
+  });
 }
 
 }  // namespace asteria

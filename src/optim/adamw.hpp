@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "optim/adamw_update.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/update_compensation.hpp"
 
@@ -43,6 +44,20 @@ class AdamW final : public Optimizer {
   // optimizer that owns the compensation of the whole layer and gives this AdamW its 1-D part.
   void update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
               int64_t step);
+
+  // The update of layer l as contiguous ranges: f(param_offset, state_offset, numel, k) for each
+  // owned tensor, params/grads/compensation at param_offset of the layer's flat buffers, m and v
+  // at state_offset of the layer's moments (layer_states: the compensation when there is one,
+  // then m, then v). update() runs adamw_update over them; a backend with its own copies of the
+  // state runs its adamw_update over the same ranges (train/device_training.cpp).
+  template <class F>
+  void for_each_update(int layer, double lr, int64_t step, F&& f) const {
+    lr *= p_.lr_scale;
+    const AdamWCoefficients decayed = adamw_coefficients(p_.beta1, p_.beta2, p_.eps, lr, p_.weight_decay, step);
+    AdamWCoefficients undecayed = decayed;
+    undecayed.wd = 0;
+    for (const OwnedEntry& e : owned_[layer]) f(e.param_offset, e.state_offset, e.numel, e.decay ? decayed : undecayed);
+  }
 
  private:
   struct OwnedEntry {

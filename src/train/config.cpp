@@ -445,6 +445,19 @@ uint64_t parse_byte_size(const std::string& text) {
 void check_supported(const Config& cfg) {
   if (cfg.optim.name == "adamw" && cfg.optim.beta2 >= 1.0)
     fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
+  const RuntimeConfig& rt = cfg.runtime;
+  if (rt.backend == "cuda") {
+    // What the CUDA backend's training path covers in this version (train/device_training.hpp).
+    if (cfg.optim.name != "adamw")
+      fail(cfg.source, ": runtime.backend cuda trains with optim.name adamw only in this version (", cfg.optim.name,
+           " on the device is not built yet); use runtime.backend cpu for ", cfg.optim.name);
+    if (rt.tiers.device.bytes != "unlimited" || rt.tiers.host.bytes != "unlimited" || rt.tiers.disk.bytes != "unlimited")
+      fail(cfg.source, ": runtime.tiers budgets are not supported with runtime.backend cuda in this version "
+           "(the optimizer state is all in device memory)");
+    if (cfg.distributed.world_size > 1)
+      fail(cfg.source, ": runtime.backend cuda runs one rank in this version (distributed.world_size is ",
+           cfg.distributed.world_size, "; the NCCL communicator is not built yet)");
+  }
 }
 
 }  // namespace asteria

@@ -131,6 +131,9 @@ struct CoherenceConfig {
 
 struct RuntimeConfig {
   std::string mode = "native";  // native: roots inline (the baseline); asteria: shadow pipeline
+  // Where the model and the optimizer's update run: cpu, or cuda (the CUDA backend, device 0;
+  // one rank, AdamW in this version: train/device_training.hpp).
+  std::string backend = "cpu";
   int threads = 0;              // 0 = all cores
   // Spread the blocks' refreshes over the F steps: auto (on in asteria mode, off in native, the
   // reference schedule), true or false. Resolved when the config loads: never "auto" after.

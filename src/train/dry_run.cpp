@@ -339,8 +339,13 @@ std::string dry_run_report(const Config& cfg) {
      << "total:            " << human_bytes(2 * p + opt + act) << "\n";
   // What the process holds with the tiers' placement, and what the startup check compares it with.
   const MemoryEstimate mem = process_memory(cfg);
-  os << "in memory:        " << human_bytes(mem.total()) << "  (optimizer state on the disk tier: "
-     << human_bytes(mem.optimizer_on_disk) << "; refresh buffers: " << human_bytes(mem.refresh_work) << ")\n";
+  if (cfg.runtime.backend == "cuda")
+    os << "on the device:    " << human_bytes(2 * p + opt + act)
+       << "  (runtime.backend cuda: parameters, gradients, optimizer state and activations)\n"
+       << "in host memory:   " << human_bytes(mem.total()) << "  (the image checkpoints are written from: parameters, optimizer state)\n";
+  else
+    os << "in memory:        " << human_bytes(mem.total()) << "  (optimizer state on the disk tier: "
+       << human_bytes(mem.optimizer_on_disk) << "; refresh buffers: " << human_bytes(mem.refresh_work) << ")\n";
   const uint64_t limit = memory_limit_bytes(cfg, 1);
   os << "memory limit:     "
      << (limit == UINT64_MAX ? std::string("none") : human_bytes(static_cast<double>(limit)))

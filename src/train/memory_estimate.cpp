@@ -92,6 +92,9 @@ MemoryEstimate process_memory(const Config& cfg) {
   if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
   m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
   m.refresh_work = refresh_work_bytes(cfg, tables);
+  // runtime.backend cuda: gradients and activations live in device memory; the host holds the
+  // parameters and the optimizer state as the run's image (train/device_training.hpp).
+  if (cfg.runtime.backend == "cuda") m.grads = m.activations = 0;
   return m;
 }
 

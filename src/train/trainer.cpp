@@ -9,6 +9,7 @@
 #include <string_view>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -24,11 +25,13 @@
 #include "runtime/coherence.hpp"
 #include "runtime/executor.hpp"
 #include "optim/refresh_schedule.hpp"
+#include "optim/sum_of_squares.hpp"
 #include "runtime/shadow.hpp"
 #include "runtime/tier_manager.hpp"
 #include "runtime/worker_pool.hpp"
 #include "train/checkpoint_store.hpp"
 #include "train/checkpointer.hpp"
+#include "train/device_training.hpp"
 #include "train/flops.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/metrics.hpp"
@@ -113,6 +116,9 @@ struct Trainer::Impl {
   std::unique_ptr<Coherence> coherence;   // asteria mode with replicas of the optimizer state
   std::unique_ptr<ShadowPipeline> shadow;
   std::unique_ptr<Executor> executor;
+  // runtime.backend cuda: the model and its update on the GPU; `model` and `optimizer` are then
+  // the host image it starts from and checkpoints are written from (device_training.hpp).
+  std::unique_ptr<DeviceTraining> device;
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
   std::string resume_dir;                       // the checkpoint restored, or ""
   ResumePoint resumed;
@@ -142,6 +148,8 @@ struct Trainer::Impl {
     world = comm->size();
     ASTERIA_CHECK(cfg.distributed.world_size == 0 || cfg.distributed.world_size == world, cfg.source, ": distributed.world_size is ",
                   cfg.distributed.world_size, " but this launch has ", world, " rank(s) (the key plans --dry-run / --print-plan)");
+    ASTERIA_CHECK(cfg.runtime.backend == "cpu" || world == 1, cfg.source, ": runtime.backend ", cfg.runtime.backend,
+                  " runs one rank in this version, but this launch has ", world, " (the NCCL communicator is not built yet)");
     topo = make_topology(*comm, cfg.distributed.ranks_per_node);
     topo.set_timeout(cfg.distributed.timeout_s);
     check_supported(cfg);
@@ -197,7 +205,9 @@ struct Trainer::Impl {
         release_params(l);
       }
     } else {
-      model = std::make_unique<Model<float>>(cfg.model, B, Model<float>::Storage::Owned, cfg.train.checkpointing());
+      // On the GPU the host keeps the parameters only, the image the device starts from.
+      const auto storage = cfg.runtime.backend == "cuda" ? Model<float>::Storage::Image : Model<float>::Storage::Owned;
+      model = std::make_unique<Model<float>>(cfg.model, B, storage, cfg.train.checkpointing());
       model->init(cfg.seed);
     }
     const std::vector<ParamTable>& owned = sharding->owned_tables();
@@ -247,6 +257,8 @@ struct Trainer::Impl {
     builder.add_contributor(&optim_ops);
     bind_handlers();
     if (!resume_dir.empty()) resumed = checkpointer->restore(resume_dir);
+    // After the restore: the device starts from the image as restored.
+    if (cfg.runtime.backend == "cuda") device = make_device_training(cfg, *model, *optimizer);
     // Every rank has checked everything before rank 0 writes anything into run.dir.
     comm->barrier("the ranks' startup checks");
   }
@@ -309,20 +321,20 @@ struct Trainer::Impl {
     const double grad_scale = 1.0 / cfg.train.grad_accum;
     executor->bind(OpKind::LoadBatch, [this](const Op&) {
       loader->next_batch(cfg.train.micro_batch, inputs.data(), targets.data(), rank, world);
-      model->set_batch(inputs.data(), targets.data());
+      device ? device->set_batch(inputs.data(), targets.data()) : model->set_batch(inputs.data(), targets.data());
     });
     executor->bind(OpKind::Forward, [this, last](const Op& op) {
-      double loss = model->forward(op.layer);
+      double loss = device ? device->forward(op.layer) : model->forward(op.layer);
       if (op.layer == last) loss_sum += loss;
     });
-    executor->bind(OpKind::Recompute, [this](const Op& op) { model->recompute(op.layer); });
+    executor->bind(OpKind::Recompute, [this](const Op& op) { device ? device->recompute(op.layer) : model->recompute(op.layer); });
     executor->bind(OpKind::Backward, [this, grad_scale, last](const Op& op) {
       if (grad_slots) {
         // Sharded: a zeroed gradient buffer for the layer (and the embedding's, for the tied head).
         bind_grad_buffer(op.layer);
         if (op.layer == last && cfg.model.tied_embeddings) bind_grad_buffer(0);
       }
-      model->backward(op.layer, grad_scale);
+      device ? device->backward(op.layer, grad_scale) : model->backward(op.layer, grad_scale);
     });
     executor->bind(OpKind::Gather, [this](const Op& op) { gather_params(op.layer, ""); });
     executor->bind(OpKind::Release, [this](const Op& op) { release_params(op.layer); });
@@ -341,12 +353,8 @@ struct Trainer::Impl {
       sharding->reduce_over_replicas(op.layer, model->grads(op.layer), "all_reduce of the gradient of " + model->layer_name(op.layer));
     });
     executor->bind(OpKind::GradNorm, [this](const Op& op) {
-      const float* g = own_grads(op.layer);
-      const size_t n = sharding->count(op.layer);
-      double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
-      for (size_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
-      grad_sq[op.layer] = s;
+      grad_sq[op.layer] = device ? device->grad_sum_of_squares(op.layer)
+                                 : sum_of_squares(own_grads(op.layer), sharding->count(op.layer));
     });
     executor->bind(OpKind::ClipGrads, [this](const Op&) {
       double s = 0;
@@ -362,6 +370,10 @@ struct Trainer::Impl {
       clip_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / grad_norm) : 1.0f;
     });
     executor->bind(OpKind::OptimStep, [this](const Op& op) {
+      if (device) {
+        device->optim_step(op.layer, clip_scale, lr, step);
+        return;
+      }
       if (sharding->sharded()) {
         optimizer->step_layer(op.layer, sharding->shard_params(op.layer), sharding->shard_grads(op.layer), clip_scale, lr, step);
         sharding->zero_shard_grads(op.layer);
@@ -401,6 +413,12 @@ struct Trainer::Impl {
     double sum = 0;
     for (int b = 0; b < eval->count(); ++b) {
       eval->get(b, inputs.data(), targets.data());
+      if (device) {
+        device->set_batch(inputs.data(), targets.data());
+        for (int l = 0; l < L; ++l) device->forward(l);
+        sum += device->last_ce_loss();
+        continue;
+      }
       model->set_batch(inputs.data(), targets.data());
       for (int l = 0; l < L; ++l) {
         // Sharded: each layer gathered for its forward (no step is running: the compute lane
@@ -423,7 +441,9 @@ struct Trainer::Impl {
       write_text_durably(dir / "config.yaml", config_to_yaml(cfg));
     }
     const int threads = compute_threads(cfg);
-    const double peak = cfg.run.peak_flops > 0 ? cfg.run.peak_flops : cpu_peak_flops(threads);
+    const double peak = cfg.run.peak_flops > 0 ? cfg.run.peak_flops
+                        : device                 ? device->dense_bf16_peak_flops()
+                                                 : cpu_peak_flops(threads);
     const double flops_per_token = training_flops_per_token(cfg.model);
     const int64_t tokens_per_step =
         static_cast<int64_t>(cfg.train.micro_batch) * cfg.train.grad_accum * cfg.model.seq_len * world;
@@ -432,9 +452,11 @@ struct Trainer::Impl {
                              {"flops_per_token", flops_per_token},
                              {"flop_formula", training_flops_formula()},
                              {"peak_flops", peak},
-                             {"peak_formula", cfg.run.peak_flops > 0
-                                                  ? "run.peak_flops"
-                                                  : "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"},
+                             {"peak_formula", cfg.run.peak_flops > 0 ? "run.peak_flops"
+                                              : device ? (peak > 0 ? "the GPU's dense bf16 tensor-core peak"
+                                                                   : "unknown GPU: set run.peak_flops")
+                                                       : "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"},
+                             {"backend", device ? device->device_name() : "cpu"},
                              {"threads", threads},
                              {"tokens_per_step", tokens_per_step}};
       if (shadow) info["shadow_lane"] = pool ? "workers" : "compute";
@@ -448,7 +470,7 @@ struct Trainer::Impl {
     result.last_step = resumed.step;
     Timer wall;
     const double elapsed0 = resumed.elapsed_s;   // a resumed run's clock goes on
-    double timed_tokens = 0, timed_seconds = 0;
+    double timed_tokens = 0, timed_seconds = 0, energy_j_total = 0;
     const StopSignals signals;
     // Per step, summed over the ranks: loss, stop flag, the ranks with a sharded async
     // checkpoint to publish and those of them still writing their file, then each rank's
@@ -465,6 +487,7 @@ struct Trainer::Impl {
       builder.build({step, model->num_layers(), cfg.train.grad_accum}, plan);
       loss_sum = 0;
       executor->reset_times();
+      const std::optional<double> energy0 = device ? device->energy_j() : std::nullopt;
       Timer t;
       executor->run(plan);
       // The loss over the ranks, whether any rank was asked to stop (all stop together), and
@@ -529,7 +552,12 @@ struct Trainer::Impl {
                           executor->seconds(OpKind::OptimStep)},
           {"elapsed_s", elapsed0 + wall.seconds()},
           {"peak_rss_bytes", by_rank(kPeakRss)}};
-      if (cfg.model.z_loss > 0) rec["z_loss"] = model->last_z_loss();
+      if (cfg.model.z_loss > 0) rec["z_loss"] = device ? device->last_z_loss() : model->last_z_loss();
+      if (const std::optional<double> energy1 = device ? device->energy_j() : std::nullopt; energy0 && energy1) {
+        rec["energy_j"] = *energy1 - *energy0;   // the GPU's, over the step (NVML)
+        energy_j_total += *energy1 - *energy0;
+        rec["energy_j_total"] = energy_j_total;
+      }
       if (sharding->reduces()) {
         // Rank 0's figures, and every rank's in the _by_rank lists.
         rec["comm_s"] = mine(kComm);
@@ -611,6 +639,7 @@ struct Trainer::Impl {
           ((cfg.checkpoint.every > 0 && step % cfg.checkpoint.every == 0) || step == last || sig)) {
         // Replicas: the owners hand their refreshes in flight to the writing replica (every rank).
         if (shadow) shadow->prepare_checkpoint();
+        if (device) device->download();   // the image the checkpoint is written from
         if (sharding->writes_checkpoints()) {
           checkpointer->save(step, step * tokens_per_step, elapsed0 + wall.seconds(), step < last && !sig);
           result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(step)).string();
@@ -635,6 +664,7 @@ struct Trainer::Impl {
       result.checkpoint = (fs::path(checkpointer->root()) / checkpoint_dir_name(s)).string();
     }
     if (checkpointer) checkpointer->finish();
+    if (device) device->download();   // final_params() reads the image
     if (writer()) progress.finish();
     check_replicas_identical("the end of training");
     result.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -29,6 +30,8 @@ struct Variant {
   int head_chunk;
   ActivationCheckpointing::Mode checkpointing;
 };
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }   // in test names, not bytes
 
 ModelConfig config_of(const Variant& v) {
   ModelConfig c = testing::tiny_config();

@@ -1,0 +1,69 @@
+// runtime.backend: what a run on the CUDA backend refuses, and how. Where a GPU is present the
+// device tests (tests/cuda) train on it; here the refusals, which hold on every machine.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "test_util.hpp"
+#include "train/config.hpp"
+#include "train/trainer.hpp"
+
+using namespace asteria;
+using asteria::testing::TempDir;
+
+namespace {
+
+Config tiny(const TempDir& dir, const std::string& optimizer) {
+  return load_config_text("model:\n  preset: tiny\n", "tiny.yaml",
+                          {"data.train=" + dir.file("train.bin"), "run.dir=" + dir.file("run"), "train.steps=2",
+                           "optim.name=" + optimizer, "runtime.backend=cuda"});
+}
+
+}  // namespace
+
+TEST(BackendChoice, CudaWithASecondOrderOptimizerIsRefusedNamingIt) {
+  TempDir dir("backend-soap");
+  try {
+    check_supported(tiny(dir, "soap"));
+    FAIL() << "soap on runtime.backend cuda was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("runtime.backend cuda trains with optim.name adamw only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("soap"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BackendChoice, CudaWithoutADeviceExitsNonZeroBeforeWritingTheRun) {
+  std::string why;
+  if (cuda_backend_available(&why)) GTEST_SKIP() << "a GPU is here: tests/cuda train on it";
+  TempDir dir("backend-cuda");
+  asteria::testing::write_bigram_tokens(dir.file("train.bin"), 20000, 512, 1);
+  std::string out;
+  const int rc = asteria::testing::run_command(
+      asteria::testing::kTrain + " --config " + asteria::testing::kConfigs + "/tiny-adamw.yaml --set data.train=" +
+          dir.file("train.bin") + " --set data.eval= --set run.dir=" + dir.file("run") +
+          " --set train.steps=2 --set runtime.backend=cuda",
+      &out);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("runtime.backend cuda: " + why), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("run/metrics.jsonl")));
+}
+
+TEST(BackendChoice, CudaWithTwoRanksIsRefusedAtLoad) {
+  TempDir dir("backend-ranks");
+  Config cfg = tiny(dir, "adamw");
+  cfg.distributed.world_size = 2;
+  EXPECT_THROW(check_supported(cfg), Error);
+}
+
+TEST(BackendChoice, DryRunSplitsDeviceAndHostMemory) {
+  std::string out;
+  ASSERT_EQ(0, asteria::testing::run_command(asteria::testing::kTrain + " --config " + asteria::testing::kConfigs +
+                                                 "/olmo-1b-adamw.yaml --set runtime.backend=cuda --dry-run",
+                                             &out))
+      << out;
+  EXPECT_NE(out.find("on the device:    44.47 GiB"), std::string::npos) << out;   // 4.38 x 2 + 13.15 + 22.55
+  EXPECT_NE(out.find("in host memory:   17.54 GiB"), std::string::npos) << out;   // parameters + optimizer state
+}
