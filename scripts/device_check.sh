@@ -55,13 +55,13 @@ for mb in 8 4; do
     --set checkpoint.enabled=false > "$OUT/olmo-1b-adamw-cuda.log" 2>&1 && break
   log "OLMo-1B AdamW on the GPU at micro-batch $mb: rc $? ($(tail -1 "$OUT/olmo-1b-adamw-cuda.log"))"
 done
-log "OLMo-1B AdamW on the GPU: $(python3 - "$OUT/olmo-1b-adamw-cuda/metrics.jsonl" <<'PY' 2>&1
+log "OLMo-1B AdamW on the GPU (runtime.precision bf16, the default): $(python3 - "$OUT/olmo-1b-adamw-cuda/metrics.jsonl" <<'PY' 2>&1
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])][2:]   # after 2 warm-up steps
 t = sorted(r["step_time_s"] for r in rows)
 tok = rows[0]["tokens"] / rows[0]["step"]
 e = [r["energy_j"] for r in rows if "energy_j" in r]
-print("micro-batch tokens %d, step p50 %.3f s p99 %.3f s max %.3f s, %.0f tok/s, MFU %.1f %%, optimizer %.1f %% of the step, %s"
+print("tokens/step %d, step p50 %.3f s p99 %.3f s max %.3f s, %.0f tok/s, MFU %.1f %%, optimizer %.1f %% of the step, %s"
       % (tok, t[len(t) // 2], t[min(len(t) - 1, int(0.99 * len(t)))], t[-1], tok / statistics.median(t),
          100 * statistics.median(r["mfu"] for r in rows), 100 * sum(r["optim_s"] for r in rows) / sum(t),
          "%.3f J/token" % (sum(e) / (tok * len(e))) if e else "no energy counter"))

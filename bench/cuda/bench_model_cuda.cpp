@@ -4,11 +4,11 @@
 // (6 x parameters outside the input embedding + 12 x layers x d_model x seq per token), its
 // fraction of the dense bf16 peak (--peak-tflops, default 989: H100/H200 SXM, the MFU
 // reference) and of the fp32 CUDA-core peak (--fp32-peak-tflops, default 67), the device's peak
-// memory and, when NVML has the counter, energy per token. This is the fp32 model path (what
-// the CUDA backend runs today); its bf16 GEMMs are measured alone by bench_gemm_cuda.
+// memory and, when NVML has the counter, energy per token. --precision: the linear layers' GEMM
+// operands (bf16, the training default on the GPU, or fp32; values are stored in fp32 either way).
 // JSON on stdout.
 //   bench_model_cuda [--preset olmo-1b] [--micro-batch 4] [--steps 10] [--attention tiled|full]
-//                    [--head-chunk 2048] [--checkpointing none|blocks]
+//                    [--head-chunk 2048] [--checkpointing none|blocks] [--precision bf16|fp32]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,47 +27,25 @@
 #include "model/model.hpp"
 #include "model/ops/op_set.hpp"
 
-int main(int argc, char** argv) {
-  using namespace asteria;
-  std::string preset = "olmo-1b", attention = "tiled", checkpointing = "none";
-  int micro_batch = 4, steps = 10, head_chunk = 2048;
-  double peak = 989, fp32_peak = 67;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--preset") preset = v;
-    else if (k == "--micro-batch") micro_batch = std::atoi(v.c_str());
-    else if (k == "--steps") steps = std::atoi(v.c_str());
-    else if (k == "--attention") attention = v;
-    else if (k == "--head-chunk") head_chunk = std::atoi(v.c_str());
-    else if (k == "--checkpointing") checkpointing = v;
-    else if (k == "--peak-tflops") peak = std::atof(v.c_str());
-    else if (k == "--fp32-peak-tflops") fp32_peak = std::atof(v.c_str());
-    else {
-      std::fprintf(stderr, "bench_model_cuda: unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
-  std::string why;
-  if (!cuda_backend_available(&why)) {
-    std::fprintf(stderr, "bench_model_cuda: no GPU: %s\n", why.c_str());
-    return 1;
-  }
-  if (steps < 1 || micro_batch < 1 || (attention != "tiled" && attention != "full") ||
-      (checkpointing != "none" && checkpointing != "blocks")) {
-    std::fprintf(stderr, "bench_model_cuda: bad option value\n");
-    return 2;
-  }
-  auto backend = make_cuda_backend(0);
-  ModelConfig cfg = model_preset(preset);
-  cfg.attention = attention == "tiled" ? AttentionKind::Tiled : AttentionKind::Full;
-  cfg.head_chunk = head_chunk;
-  ActivationCheckpointing ckpt;
-  ckpt.mode = checkpointing == "blocks" ? ActivationCheckpointing::Mode::Blocks : ActivationCheckpointing::Mode::None;
+namespace {
+
+using namespace asteria;
+
+struct Options {
+  std::string preset, attention, checkpointing, precision, backend_name;
+  int micro_batch, steps, head_chunk;
+  double peak, fp32_peak;
+};
+
+template <class Ops>
+nlohmann::json run(const ModelConfig& cfg, const ActivationCheckpointing& ckpt, const Options& o) {
+  const auto& [preset, attention, checkpointing, precision, backend_name, micro_batch, steps, head_chunk, peak,
+               fp32_peak] = o;
   const int N = micro_batch * cfg.seq_len;
   size_t free0 = 0, total = 0;
   ASTERIA_CUDA_CHECK(cudaMemGetInfo(&free0, &total));
 
-  Model<float, CudaOps> model(cfg, micro_batch, Model<float, CudaOps>::Storage::Owned, ckpt);
+  Model<float, Ops> model(cfg, micro_batch, Model<float, Ops>::Storage::Owned, ckpt);
   model.init(1);
   std::vector<int32_t> inputs(N), targets(N);
   for (int i = 0; i < N; i++) {
@@ -111,8 +89,8 @@ int main(int argc, char** argv) {
   const double tflops = flops_per_token * N / median * 1e-12;
   std::sort(fwd_s.begin(), fwd_s.end());
   nlohmann::json out = {
-      {"backend", backend->name()}, {"preset", preset}, {"micro_batch", micro_batch}, {"seq_len", cfg.seq_len},
-      {"precision", "fp32 (parameters, activations, GEMMs without TF32)"},
+      {"backend", backend_name}, {"preset", preset}, {"micro_batch", micro_batch}, {"seq_len", cfg.seq_len},
+      {"precision", precision + " GEMM operands (values stored in fp32; fp32 GEMMs without TF32)"},
       {"attention", attention}, {"head_chunk", head_chunk}, {"checkpointing", checkpointing},
       {"params", model.num_params()}, {"loss", loss}, {"steps", steps},
       {"step_s_median", median}, {"step_s_p99", p99}, {"step_s_max", sorted.back()},
@@ -123,6 +101,50 @@ int main(int argc, char** argv) {
       {"device_memory_used_bytes", free0 - free1}, {"activation_bytes", model.activation_bytes()}};
   if (energy.available()) out["energy_j_per_token"] = joules / (static_cast<double>(N) * steps);
   else out["energy"] = "not available: " + energy.why_not();
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace asteria;
+  std::string preset = "olmo-1b", attention = "tiled", checkpointing = "none", precision = "bf16";
+  int micro_batch = 4, steps = 10, head_chunk = 2048;
+  double peak = 989, fp32_peak = 67;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--preset") preset = v;
+    else if (k == "--micro-batch") micro_batch = std::atoi(v.c_str());
+    else if (k == "--steps") steps = std::atoi(v.c_str());
+    else if (k == "--attention") attention = v;
+    else if (k == "--head-chunk") head_chunk = std::atoi(v.c_str());
+    else if (k == "--checkpointing") checkpointing = v;
+    else if (k == "--precision") precision = v;
+    else if (k == "--peak-tflops") peak = std::atof(v.c_str());
+    else if (k == "--fp32-peak-tflops") fp32_peak = std::atof(v.c_str());
+    else {
+      std::fprintf(stderr, "bench_model_cuda: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  std::string why;
+  if (!cuda_backend_available(&why)) {
+    std::fprintf(stderr, "bench_model_cuda: no GPU: %s\n", why.c_str());
+    return 1;
+  }
+  if (steps < 1 || micro_batch < 1 || (attention != "tiled" && attention != "full") ||
+      (checkpointing != "none" && checkpointing != "blocks") || (precision != "bf16" && precision != "fp32")) {
+    std::fprintf(stderr, "bench_model_cuda: bad option value\n");
+    return 2;
+  }
+  auto backend = make_cuda_backend(0);
+  ModelConfig cfg = model_preset(preset);
+  cfg.attention = attention == "tiled" ? AttentionKind::Tiled : AttentionKind::Full;
+  cfg.head_chunk = head_chunk;
+  ActivationCheckpointing ckpt;
+  ckpt.mode = checkpointing == "blocks" ? ActivationCheckpointing::Mode::Blocks : ActivationCheckpointing::Mode::None;
+  const Options o{preset, attention, checkpointing, precision, backend->name(), micro_batch, steps, head_chunk, peak, fp32_peak};
+  const nlohmann::json out = precision == "bf16" ? run<CudaBf16Ops>(cfg, ckpt, o) : run<CudaOps>(cfg, ckpt, o);
   std::printf("%s\n", out.dump(1).c_str());
   return 0;
 }

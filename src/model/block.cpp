@@ -189,6 +189,7 @@ ASTERIA_INSTANTIATE_BLOCK(float, CpuOps)
 ASTERIA_INSTANTIATE_BLOCK(double, CpuOps)
 #ifdef ASTERIA_HAVE_CUDA
 ASTERIA_INSTANTIATE_BLOCK(float, CudaOps)
+ASTERIA_INSTANTIATE_BLOCK(float, CudaBf16Ops)
 #endif
 
 }  // namespace asteria

@@ -72,6 +72,7 @@ ASTERIA_INSTANTIATE_HEAD(float, CpuOps)
 ASTERIA_INSTANTIATE_HEAD(double, CpuOps)
 #ifdef ASTERIA_HAVE_CUDA
 ASTERIA_INSTANTIATE_HEAD(float, CudaOps)
+ASTERIA_INSTANTIATE_HEAD(float, CudaBf16Ops)
 #endif
 
 }  // namespace asteria

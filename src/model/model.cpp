@@ -345,6 +345,7 @@ template class Model<float>;
 template class Model<double>;
 #ifdef ASTERIA_HAVE_CUDA
 template class Model<float, CudaOps>;
+template class Model<float, CudaBf16Ops>;
 #endif
 
 }  // namespace asteria

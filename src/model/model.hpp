@@ -19,8 +19,8 @@
 //                                              the gradient buffers, so micro-batches accumulate;
 //                                              zero_grads() starts a step
 // T is float for training and double for finite-difference checks. Ops is the backend the
-// layers run on (model/ops/op_set.hpp): CpuOps (host memory) or CudaOps (float; device memory,
-// in builds with ASTERIA_HAVE_CUDA): params(l), grads(l), bind_* and last_final_hidden() are then
+// layers run on (model/ops/op_set.hpp): CpuOps (host memory) or CudaOps / CudaBf16Ops (float;
+// device memory, in builds with ASTERIA_HAVE_CUDA): params(l), grads(l), bind_* and last_final_hidden() are then
 // device pointers, set_batch and init take host values and move them over. All buffers (parameters,
 // gradients, activations) are allocated once in the constructor for the given batch size.
 //
@@ -45,6 +45,7 @@ namespace asteria {
 
 struct CpuOps;
 struct CudaOps;
+struct CudaBf16Ops;
 
 template <class T, class Ops = CpuOps>
 class Model {
@@ -109,6 +110,7 @@ extern template class Model<float>;
 extern template class Model<double>;
 #ifdef ASTERIA_HAVE_CUDA
 extern template class Model<float, CudaOps>;
+extern template class Model<float, CudaBf16Ops>;
 #endif
 
 // Parameter count and tables without allocating a model (for --dry-run of big presets).

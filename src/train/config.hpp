@@ -134,6 +134,10 @@ struct RuntimeConfig {
   // Where the model and the optimizer's update run: cpu, or cuda (the CUDA backend, device 0;
   // one rank, AdamW in this version: train/device_training.hpp).
   std::string backend = "cpu";
+  // The GEMMs' operands: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (cuda only: the linear
+  // layers' operands rounded to bf16, fp32 accumulation, everything stored in fp32). Resolved
+  // when the config loads: never "auto" after.
+  std::string precision = "auto";
   int threads = 0;              // 0 = all cores
   // Spread the blocks' refreshes over the F steps: auto (on in asteria mode, off in native, the
   // reference schedule), true or false. Resolved when the config loads: never "auto" after.

@@ -181,6 +181,7 @@ template <class V>
 void visit(V& v, RuntimeConfig& r) {
   v.field("mode", r.mode, one_of({"native", "asteria"}));
   v.field("backend", r.backend, one_of({"cpu", "cuda"}));
+  v.field("precision", r.precision, one_of({"auto", "fp32", "bf16"}));
   v.field("threads", r.threads, at_least(0));
   v.field("stagger", r.stagger, one_of({"auto", "true", "false"}));
   v.section("shadow", r.shadow);

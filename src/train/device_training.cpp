@@ -33,13 +33,15 @@ AdamW& as_adamw(Optimizer& o) {
   return *a;
 }
 
+// Ops: CudaOps (runtime.precision fp32) or CudaBf16Ops (bf16).
+template <class Ops>
 class CudaTraining final : public DeviceTraining {
  public:
   CudaTraining(const Config& cfg, Model<float>& image, Optimizer& opt)
       : backend_(open_device()),
         image_(image),
         adamw_(as_adamw(opt)),
-        model_(cfg.model, cfg.train.micro_batch, Model<float, CudaOps>::Storage::Owned, cfg.train.checkpointing()) {
+        model_(cfg.model, cfg.train.micro_batch, Model<float, Ops>::Storage::Owned, cfg.train.checkpointing()) {
     state_.resize(model_.num_layers());
     for (int l = 0; l < model_.num_layers(); ++l) {
       CudaOps::to_device(model_.params(l), image_.params(l), image_.table(l).numel);
@@ -117,7 +119,7 @@ class CudaTraining final : public DeviceTraining {
   std::unique_ptr<Backend> backend_;   // first: opening it is what fails without a device
   Model<float>& image_;
   AdamW& adamw_;
-  Model<float, CudaOps> model_;
+  Model<float, Ops> model_;
   std::vector<LayerState> state_;
   NvmlEnergy energy_{0};
 };
@@ -125,7 +127,8 @@ class CudaTraining final : public DeviceTraining {
 }  // namespace
 
 std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer) {
-  return std::make_unique<CudaTraining>(cfg, image, optimizer);
+  if (cfg.runtime.precision == "bf16") return std::make_unique<CudaTraining<CudaBf16Ops>>(cfg, image, optimizer);
+  return std::make_unique<CudaTraining<CudaOps>>(cfg, image, optimizer);
 }
 
 #else  // a build without the CUDA backend

@@ -9,7 +9,8 @@
 // the final parameters are read from them after download(). Everything else the trainer has
 // (plan, executor, data, metrics, checkpoints) is the CPU run's, unchanged.
 //
-// This version: one rank, AdamW, fp32 compute, the legacy default stream (config.cpp
+// This version: one rank, AdamW, fp32 values with the linear layers' GEMMs on fp32 or (runtime.precision
+// bf16, the default) bf16 operands, the legacy default stream (config.cpp
 // check_supported refuses what it does not cover, with the reason).
 #include <cstdint>
 #include <memory>

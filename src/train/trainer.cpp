@@ -457,6 +457,7 @@ struct Trainer::Impl {
                                                                    : "unknown GPU: set run.peak_flops")
                                                        : "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"},
                              {"backend", device ? device->device_name() : "cpu"},
+                             {"precision", cfg.runtime.precision},
                              {"threads", threads},
                              {"tokens_per_step", tokens_per_step}};
       if (shadow) info["shadow_lane"] = pool ? "workers" : "compute";

@@ -111,6 +111,34 @@ TEST_F(Ops, Linear) {
   }
 }
 
+// bf16 operands (runtime.precision bf16): against the CPU op run on the same operands rounded to
+// bf16 on the host, so the products agree exactly and only fp32 accumulation order differs:
+// the fp32 bound holds.
+TEST_F(Ops, LinearBf16) {
+  auto rounded = [](std::vector<float> v) {
+    for (float& x : v) x = to_float(to_bf16(x));
+    return v;
+  };
+  for (auto [N, IC, OC] : {std::tuple{1, 1, 1}, {37, 64, 96}, {130, 256, 192}}) {
+    const auto x = random_vector(size_t(N) * IC, 11), w = random_vector(size_t(OC) * IC, 12);
+    const auto dy = random_vector(size_t(N) * OC, 13), y0 = random_vector(size_t(N) * OC, 14);
+    const auto dw0 = random_vector(size_t(OC) * IC, 15), dx0 = random_vector(size_t(N) * IC, 16);
+    const auto xr = rounded(x), wr = rounded(w), dyr = rounded(dy);
+    for (bool acc : {false, true}) {
+      std::vector<float> y = y0, dx = dx0, dw = dw0;
+      float *d_y = up(y0), *d_dx = up(dx0), *d_dw = up(dw0);
+      ops::linear_forward(y.data(), xr.data(), wr.data(), N, IC, OC, acc);
+      ops::cuda::linear_forward_bf16(d_y, up(x), up(w), N, IC, OC, acc);
+      ops::linear_backward(dx.data(), dw.data(), dyr.data(), xr.data(), wr.data(), N, IC, OC, 0.5f, acc);
+      ops::cuda::linear_backward_bf16(d_dx, d_dw, up(dy), up(x), up(w), N, IC, OC, 0.5f, acc);
+      const std::string at = " N " + std::to_string(N) + " accumulate " + std::to_string(acc);
+      expect_close(down(d_y, y.size()), y, "linear bf16 forward" + at);
+      expect_close(down(d_dx, dx.size()), dx, "linear bf16 dinp" + at);
+      expect_close(down(d_dw, dw.size()), dw, "linear bf16 dweight" + at);
+    }
+  }
+}
+
 TEST_F(Ops, LayerNorm) {
   for (auto [N, C] : {std::pair{1, 1}, {5, 33}, {64, 256}, {17, 2048}}) {
     const auto x = random_vector(size_t(N) * C, 7, -2, 3), r = random_vector(size_t(N) * C, 8);

@@ -1,5 +1,6 @@
 // Training on the CUDA backend (runtime.backend cuda, train/device_training.hpp) against the CPU:
-// the tiny model with AdamW for 50 steps follows the CPU's loss curve, and a run stopped at a
+// the tiny model with AdamW for 50 steps follows the CPU's loss curve (fp32: within rounding
+// order; bf16 GEMM operands: within bf16 rounding), and a run stopped at a
 // checkpoint and resumed on the device ends with the bits of a straight run. Skipped without a
 // device. Tolerance of the curve: both sides are fp32 (no TF32), so they differ by summation
 // order only (~1e-6 relative per op); 50 steps of AdamW at lr 1e-2 amplify that, and 1e-3
@@ -45,7 +46,7 @@ class TrainOnCuda : public ::testing::Test {
 
 TEST_F(TrainOnCuda, AdamWFollowsTheCpuLossCurve) {
   Trainer(config("cpu", "cpu")).run();
-  const TrainResult gpu = Trainer(config("cuda", "cuda")).run();
+  const TrainResult gpu = Trainer(config("cuda", "cuda", {"runtime.precision=fp32"})).run();
   const std::vector<double> a = losses("cpu"), b = losses("cuda");
   ASSERT_EQ(a.size(), 50u);
   ASSERT_EQ(b.size(), 50u);
@@ -53,6 +54,18 @@ TEST_F(TrainOnCuda, AdamWFollowsTheCpuLossCurve) {
   EXPECT_LT(gpu.final_loss, 0.5 * std::log(512.0));
   std::ifstream info(dir_.file("cuda/run_info.json"));
   EXPECT_NE(nlohmann::json::parse(info)["backend"].get<std::string>().find("cuda"), std::string::npos);
+}
+
+// runtime.precision bf16 (the GPU's default): the same curve within bf16 rounding. Rounding the
+// operands to 8 significant bits moves a step's loss by ~1e-3 relative at first, and 50 steps
+// of training amplify differences; 3e-2 relative still catches a broken GEMM or update (a
+// wrong one leaves the loss near ln 512 = 6.2 or makes it diverge).
+TEST_F(TrainOnCuda, Bf16FollowsTheCpuLossCurveWithinBf16Rounding) {
+  Trainer(config("cpu", "cpu")).run();
+  Trainer(config("cuda", "bf16")).run();
+  const std::vector<double> a = losses("cpu"), b = losses("bf16");
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 3e-2 * a[i]) << "step " << i + 1;
 }
 
 TEST_F(TrainOnCuda, StoppedAndResumedEqualsStraightBitForBit) {

@@ -144,6 +144,16 @@ TEST(Config, StaggerDefaultsByMode) {
   expect_error([] { load_config_text("runtime:\n  stagger: sometimes\n", "f.yaml"); }, {"f.yaml:2", "runtime.stagger"});
 }
 
+// runtime.precision auto: bf16 GEMM operands on the CUDA backend, fp32 on the CPU; bf16 needs cuda.
+TEST(Config, PrecisionDefaultsByBackend) {
+  EXPECT_EQ(load_config_text("", "f.yaml").runtime.precision, "fp32");
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.backend=cuda"}).runtime.precision, "bf16");
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.backend=cuda", "runtime.precision=fp32"}).runtime.precision, "fp32");
+  expect_error([] { load_config_text("", "f.yaml", {"runtime.precision=bf16"}); },
+               {"f.yaml", "runtime.precision bf16 needs runtime.backend cuda"});
+  expect_error([] { load_config_text("runtime:\n  backend: tpu\n", "f.yaml"); }, {"f.yaml:2", "runtime.backend"});
+}
+
 TEST(Config, WarmupLongerThanTheRunIsClippedWithANote) {
   Config c = load_config_text("train:\n  steps: 2\n  warmup_steps: 20\n", "f.yaml");
   EXPECT_EQ(c.train.warmup_steps, 2);

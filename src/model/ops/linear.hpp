@@ -27,6 +27,16 @@ template <class T>
 void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
                      int IC, int OC, T scale, bool accumulate_dinp);
 
+// The same contract with bf16 operands on the tensor cores: inp, weight and dout are rounded to
+// bf16 (into the calling thread's workspace) and the products accumulate in fp32 into the fp32
+// out / dinp / dweight, as autocast does. The precision of runtime.precision bf16 (CudaBf16Ops).
+template <class T>
+void linear_forward_bf16(T* out, const T* inp, const T* weight, int N, int IC, int OC, bool accumulate);
+
+template <class T>
+void linear_backward_bf16(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
+                          int IC, int OC, T scale, bool accumulate_dinp);
+
 }  // namespace cuda
 
 }  // namespace asteria::ops

@@ -5,6 +5,7 @@
 //   CudaOps  the ops of ops/cuda/ on device memory (cuda::DeviceBuffer<T>), float; declared in
 //            every build, usable only where ASTERIA_HAVE_CUDA is defined (its ops are linked
 //            from the asteria_cuda library)
+//   CudaBf16Ops  CudaOps with bf16 GEMM operands in the linear layers (runtime.precision bf16)
 // Each op forwards to ops::<op> or ops::cuda::<op>, which have the same signature (one header
 // per op). Besides the ops, an op set names its memory (Array<T>) and the moves across the
 // host boundary: to_device / to_host (plain copies on the CPU) and zero.
@@ -64,6 +65,17 @@ struct CudaOps {
   static void to_host(T* dst, const T* src, size_t n) { cuda::copy_to_host(dst, src, n * sizeof(T)); }
   template <class T>
   static void zero(T* p, size_t n) { cuda::device_zero(p, n * sizeof(T)); }
+};
+
+// CudaOps with the linear layers' GEMMs (the LM head's too) on bf16 operands with fp32
+// accumulation (ops::cuda::linear_*_bf16); everything else, and all stored values, fp32.
+struct CudaBf16Ops : CudaOps {
+  ASTERIA_FORWARD_OP_TO(::asteria::ops::cuda, linear_forward_bf16)
+  ASTERIA_FORWARD_OP_TO(::asteria::ops::cuda, linear_backward_bf16)
+  template <class... A>
+  static void linear_forward(A&&... a) { linear_forward_bf16(std::forward<A>(a)...); }
+  template <class... A>
+  static void linear_backward(A&&... a) { linear_backward_bf16(std::forward<A>(a)...); }
 };
 
 #undef ASTERIA_FORWARD_CUDA_OP
