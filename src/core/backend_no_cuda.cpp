@@ -1,7 +1,9 @@
-// The CUDA entry points of core/backend.hpp in a build without the CUDA backend
-// (-DASTERIA_CUDA=OFF, or AUTO without a toolkit). Not compiled when the backend is built.
+// The CUDA entry points (core/backend.hpp, fsdp/nccl_communicator.hpp) in a build without the
+// CUDA backend (-DASTERIA_CUDA=OFF, or AUTO without a toolkit). Not compiled when the backend is
+// built.
 #include "core/backend.hpp"
 #include "core/error.hpp"
+#include "fsdp/nccl_communicator.hpp"
 
 namespace asteria {
 
@@ -14,6 +16,12 @@ std::unique_ptr<Backend> make_cuda_backend(int) {
   std::string why;
   cuda_backend_available(&why);
   fail(why);
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator&, int) {
+  std::string why;
+  cuda_backend_available(&why);
+  fail("NCCL communicator: ", why);
 }
 
 }  // namespace asteria
