@@ -70,6 +70,17 @@ std::vector<std::vector<StatePiece>> AdamW::state_pieces(int layer) const {
   return out;
 }
 
+AdamW::StateCopies AdamW::state_copies(const std::vector<float*>& in_order) {
+  // layer_states: the compensation when there is one, then m and v (none when nothing is owned).
+  StateCopies s;
+  if (in_order.size() < 2) return s;
+  const size_t first_moment = in_order.size() - 2;
+  s.comp = first_moment == 1 ? in_order[0] : nullptr;
+  s.m = in_order[first_moment];
+  s.v = in_order[first_moment + 1];
+  return s;
+}
+
 void AdamW::step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                        int64_t step) {
   update(layer, params, comp_.layer(layer), grads, grad_scale, lr, step);
@@ -77,10 +88,9 @@ void AdamW::step_layer(int layer, float* params, const float* grads, float grad_
 
 void AdamW::update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
                    int64_t step) {
-  for_each_update(layer, lr, step, [&](size_t param_offset, size_t state_offset, size_t n, const AdamWCoefficients& k) {
-    adamw_update(params + param_offset, comp ? comp + param_offset : nullptr, m_[layer].data() + state_offset,
-                 v_[layer].data() + state_offset, grads + param_offset, grad_scale, n, k);
-  });
+  const StateCopies here{comp, m_[layer].size() ? m_[layer].data() : nullptr, v_[layer].size() ? v_[layer].data() : nullptr};
+  step_copies(layer, here, params, grads, grad_scale, lr, step,
+              [](auto... args) { adamw_update(args...); });
 }
 
 }  // namespace asteria

@@ -45,18 +45,26 @@ class AdamW final : public Optimizer {
   void update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
               int64_t step);
 
-  // The update of layer l as contiguous ranges: f(param_offset, state_offset, numel, k) for each
-  // owned tensor, params/grads/compensation at param_offset of the layer's flat buffers, m and v
-  // at state_offset of the layer's moments (layer_states: the compensation when there is one,
-  // then m, then v). update() runs adamw_update over them; a backend with its own copies of the
-  // state runs its adamw_update over the same ranges (train/device_training.cpp).
-  template <class F>
-  void for_each_update(int layer, double lr, int64_t step, F&& f) const {
+  // Layer l's state tensors held elsewhere (the CUDA backend's device copies): where the
+  // compensation (null when none), m and v are, from pointers in layer_states(l) order.
+  struct StateCopies {
+    float* comp = nullptr;
+    float* m = nullptr;
+    float* v = nullptr;
+  };
+  static StateCopies state_copies(const std::vector<float*>& in_layer_states_order);
+  // step_layer on such copies with `update`, an adamw_update of their memory (the CPU's, or
+  // cuda::adamw_update on device pointers): the same ranges and coefficients as step_layer.
+  template <class Update>
+  void step_copies(int layer, const StateCopies& s, float* params, const float* grads, float grad_scale, double lr,
+                   int64_t step, Update&& update) const {
     lr *= p_.lr_scale;
     const AdamWCoefficients decayed = adamw_coefficients(p_.beta1, p_.beta2, p_.eps, lr, p_.weight_decay, step);
     AdamWCoefficients undecayed = decayed;
     undecayed.wd = 0;
-    for (const OwnedEntry& e : owned_[layer]) f(e.param_offset, e.state_offset, e.numel, e.decay ? decayed : undecayed);
+    for (const OwnedEntry& e : owned_[layer])
+      update(params + e.param_offset, s.comp ? s.comp + e.param_offset : nullptr, s.m + e.state_offset,
+             s.v + e.state_offset, grads + e.param_offset, grad_scale, e.numel, e.decay ? decayed : undecayed);
   }
 
  private:

@@ -10,7 +10,6 @@
 #include "core/nvml_energy.hpp"
 #include "model/ops/op_set.hpp"
 #include "optim/adamw.hpp"
-#include "optim/adamw_update.hpp"
 #include "optim/sum_of_squares.hpp"
 #include "train/config.hpp"
 #endif
@@ -47,16 +46,13 @@ class CudaTraining final : public DeviceTraining {
       CudaOps::to_device(model_.params(l), image_.params(l), image_.table(l).numel);
       LayerState& s = state_[l];
       s.host = adamw_.layer_states(l);
+      std::vector<float*> copies;
       for (StateTensor* t : s.host) {
         s.copies.emplace_back(t->size());
         CudaOps::to_device(s.copies.back().data(), t->data(), t->size());
+        copies.push_back(s.copies.back().data());
       }
-      if (s.copies.size() >= 2) {
-        const size_t first_moment = s.copies.size() - 2;
-        s.comp = first_moment == 1 ? s.copies[0].data() : nullptr;
-        s.m = s.copies[first_moment].data();
-        s.v = s.copies[first_moment + 1].data();
-      }
+      s.where = AdamW::state_copies(copies);
     }
   }
 
@@ -85,13 +81,9 @@ class CudaTraining final : public DeviceTraining {
   double grad_sum_of_squares(int l) override { return cuda::sum_of_squares(model_.grads(l), model_.table(l).numel); }
 
   void optim_step(int l, float grad_scale, double lr, int64_t step) override {
-    float* p = model_.params(l);
     float* g = model_.grads(l);
-    const LayerState& s = state_[l];
-    adamw_.for_each_update(l, lr, step, [&](size_t param_offset, size_t state_offset, size_t n, const AdamWCoefficients& k) {
-      cuda::adamw_update(p + param_offset, s.comp ? s.comp + param_offset : nullptr, s.m + state_offset,
-                         s.v + state_offset, g + param_offset, grad_scale, n, k);
-    });
+    adamw_.step_copies(l, state_[l].where, model_.params(l), g, grad_scale, lr, step,
+                       [](auto... args) { cuda::adamw_update(args...); });
     CudaOps::zero(g, model_.table(l).numel);
   }
 
@@ -106,14 +98,11 @@ class CudaTraining final : public DeviceTraining {
   std::optional<double> energy_j() const override { return energy_.joules(); }
 
  private:
-  // One device copy of each of a layer's state tensors (the optimizer's layer_states order:
-  // AdamW's compensation when it keeps one, then m and v).
+  // One device copy of each of a layer's state tensors (the optimizer's layer_states order).
   struct LayerState {
     std::vector<cuda::DeviceBuffer<float>> copies;
     std::vector<StateTensor*> host;
-    float* comp = nullptr;
-    float* m = nullptr;
-    float* v = nullptr;
+    AdamW::StateCopies where;   // the copies' roles
   };
 
   std::unique_ptr<Backend> backend_;   // first: opening it is what fails without a device

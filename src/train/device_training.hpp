@@ -2,7 +2,7 @@
 // The CUDA backend's side of a training run (runtime.backend cuda; DESIGN.md "Backends"): the
 // model on the device (Model<float, CudaOps>: parameters, gradients and activations in device
 // memory) and AdamW's update on device copies of its state, the same adamw_update operations
-// over the same ranges as the CPU's (AdamW::for_each_update).
+// over the same ranges as the CPU's (AdamW::step_copies).
 //
 // The trainer's host model (Storage::Image: parameters only) and its optimizer stay the run's
 // image: the device starts from them (so a resume restores into them first), and checkpoints and

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "optim/adamw.hpp"
 
@@ -51,5 +53,45 @@ TEST(AdamW, EmbeddingDecayIsConfigurable) {
     float w = 2.0f, g = 0.0f;  // zero gradient: only decay moves the weight
     opt.step_layer(0, &w, &g, 1.0f, 0.1, 1);
     EXPECT_FLOAT_EQ(w, decay ? 2.0f - 0.1f * 0.5f * 2.0f : 2.0f);
+  }
+}
+
+// The CUDA backend steps device copies of AdamW's state (train/device_training.cpp) through
+// state_copies + step_copies. On host copies with the CPU's adamw_update that must be
+// step_layer bit for bit, with and without the compensation, which checks the copies' roles and
+// the ranges (the device kernel itself is checked bit for bit against the CPU's in test_cuda).
+TEST(AdamW, SteppingCopiesOfTheStateEqualsSteppingTheState) {
+  ParamTable t;
+  t.add("w", {3, 4}, ParamClass::Matrix);
+  t.add("norm", {4}, ParamClass::Norm);
+  t.add("emb", {2, 4}, ParamClass::Embedding);
+  for (bool compensated : {true, false}) {
+    AdamWParams p;
+    p.weight_decay = 0.1;
+    p.compensated = compensated;
+    AdamW a(p, {t}), b(p, {t});
+    std::vector<float> wa(t.numel), wb, g(t.numel);
+    for (size_t i = 0; i < t.numel; ++i) {
+      wa[i] = 0.1f * static_cast<float>(i) - 1.0f;
+      g[i] = std::sin(static_cast<float>(i));
+    }
+    wb = wa;
+    // b's state copied out, stepped there, the copies compared with a's state after a's steps.
+    std::vector<StateTensor*> states = b.layer_states(0);
+    ASSERT_EQ(states.size(), compensated ? 3u : 2u);
+    std::vector<std::vector<float>> copies;
+    std::vector<float*> where;
+    for (StateTensor* s : states) copies.emplace_back(s->data(), s->data() + s->size());
+    for (auto& c : copies) where.push_back(c.data());
+    const AdamW::StateCopies sc = AdamW::state_copies(where);
+    for (int64_t step = 1; step <= 3; ++step) {
+      a.step_layer(0, wa.data(), g.data(), 0.5f, 1e-2, step);
+      b.step_copies(0, sc, wb.data(), g.data(), 0.5f, 1e-2, step, [](auto... args) { adamw_update(args...); });
+    }
+    EXPECT_EQ(std::memcmp(wa.data(), wb.data(), wa.size() * sizeof(float)), 0) << "compensated " << compensated;
+    std::vector<StateTensor*> want = a.layer_states(0);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(std::memcmp(want[i]->data(), copies[i].data(), copies[i].size() * sizeof(float)), 0)
+          << "state " << i << ", compensated " << compensated;
   }
 }
