@@ -33,7 +33,8 @@ class DeviceTraining {
   // 989e12, A100 312e12, B200 2250e12, L40S 362e12), else 0: the reference of the mfu metric.
   virtual double dense_bf16_peak_flops() const = 0;
 
-  // The model's contract (model.hpp), run on the device.
+  // The model's contract (model.hpp), run on the device. Every op returns when the device has
+  // run it (so the plan's op times are the device's).
   virtual void set_batch(const int32_t* inputs, const int32_t* targets) = 0;
   virtual double forward(int l) = 0;
   virtual void recompute(int l) = 0;

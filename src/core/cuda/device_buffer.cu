@@ -33,6 +33,8 @@ void copy_to_host(void* dst, const void* src, size_t bytes) {
   ASTERIA_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
 }
 
+void synchronize_current_stream() { ASTERIA_CUDA_CHECK(cudaStreamSynchronize(current_stream())); }
+
 void device_zero(void* p, size_t bytes) {
   if (bytes) ASTERIA_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, current_stream()));
 }

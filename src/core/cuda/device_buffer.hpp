@@ -15,6 +15,8 @@ void device_release(void* p);
 void copy_to_device(void* dst, const void* src, size_t bytes);
 void copy_to_host(void* dst, const void* src, size_t bytes);
 void device_zero(void* p, size_t bytes);
+// Returns when the current stream has run everything queued on it.
+void synchronize_current_stream();
 
 template <class T>
 class DeviceBuffer {
