@@ -121,4 +121,17 @@ Status inverse_root_eigh_part(int part, Precision precision, int n, const double
 // Test hook: the next `count` calls of eigh fail with LapackError (failure-path tests).
 void inject_eigh_failures(int count);
 
+// The CUDA backend's eigh and inverse root (optim/cuda/matrix_functions.cu, cuSOLVER's syevd):
+// the same contracts on device pointers (A, w, V, out), the same status rules (non-finite input
+// or output, the eigenvalue clamp and singularity test of inverse_root_eigh, computed on the host
+// from the eigenvalues exactly as the CPU does), on the calling thread's current stream;
+// returns once the status is known. For refreshes computed on the device (runtime.mode native
+// on the GPU). Builds with CUDA only.
+namespace cuda {
+template <class Real>
+Status eigh(int n, const Real* A, Real* w, Real* V);
+template <class Real>
+Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out);
+}  // namespace cuda
+
 }  // namespace asteria::matfn

@@ -1,0 +1,192 @@
+// eigh and the inverse root on CUDA through cuSOLVER's 64-bit syevd (contract:
+// optim/matrix_functions.hpp, namespace matfn::cuda). Row-major and column-major agree on a
+// symmetric matrix; the lower triangle of the column-major view is the CPU's upper ('U', row-major).
+// syevd returns the eigenvectors as columns of a column-major matrix, transposed here into the
+// row-major V of the CPU contract. The inverse root never needs that transpose:
+// out = sum_j mu_j^(-1/p) v_j v_j^T is the same matrix in both layouts.
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "core/cuda/cuda_check.hpp"
+#include "core/cuda/cuda_context.hpp"
+#include "optim/matrix_functions.hpp"
+
+namespace asteria::matfn::cuda {
+
+namespace {
+
+#define ASTERIA_CUSOLVER(call)                                                                      \
+  do {                                                                                              \
+    const cusolverStatus_t st_ = (call);                                                            \
+    if (st_ != CUSOLVER_STATUS_SUCCESS) ::asteria::fail(#call, " failed with cusolver status ", static_cast<int>(st_)); \
+  } while (0)
+
+// One cuSOLVER and one cuBLAS handle per thread, on the thread's current stream.
+struct Handles {
+  cusolverDnHandle_t solver = nullptr;
+  cusolverDnParams_t params = nullptr;
+  cublasHandle_t blas = nullptr;
+  ~Handles() {
+    if (params) cusolverDnDestroyParams(params);
+    if (solver) cusolverDnDestroy(solver);
+    if (blas) cublasDestroy(blas);
+  }
+};
+thread_local Handles t_handles;
+
+Handles& handles() {
+  Handles& h = t_handles;
+  if (!h.solver) {
+    ASTERIA_CUSOLVER(cusolverDnCreate(&h.solver));
+    ASTERIA_CUSOLVER(cusolverDnCreateParams(&h.params));
+    ASTERIA_CUBLAS_CHECK(cublasCreate(&h.blas));
+  }
+  const cudaStream_t s = asteria::cuda::current_stream();
+  ASTERIA_CUSOLVER(cusolverDnSetStream(h.solver, s));
+  ASTERIA_CUBLAS_CHECK(cublasSetStream(h.blas, s));
+  return h;
+}
+
+template <class Real>
+constexpr cudaDataType kType = std::is_same_v<Real, double> ? CUDA_R_64F : CUDA_R_32F;
+
+template <class Real>
+__global__ void count_non_finite_kernel(const Real* x, size_t n, int* count) {
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    if (!isfinite(x[i])) atomicAdd(count, 1);   // a count: the order of the additions does not matter
+}
+
+template <class Real>
+__global__ void transpose_kernel(const Real* in, Real* out, int n) {
+  const int i = blockIdx.y * blockDim.y + threadIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && j < n) out[static_cast<size_t>(i) * n + j] = in[static_cast<size_t>(j) * n + i];
+}
+
+// Column j of the column-major V scaled by s[j].
+template <class Real>
+__global__ void scale_columns_kernel(Real* V, const Real* s, int n) {
+  const size_t id = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (id < static_cast<size_t>(n) * n) V[id] *= s[id / n];
+}
+
+// Device scratch of one call, in the thread's workspace: [T: n x n][w or s: n][counters][syevd].
+template <class Real>
+struct Scratch {
+  Real* T;
+  Real* v;
+  int* info;       // [0] syevd's info, [1] the non-finite count
+  void* work;
+  size_t work_bytes;
+  std::vector<char> host_work;
+};
+
+size_t aligned(size_t b) { return (b + 255) / 256 * 256; }
+
+// syevd of A into the column-major eigenvectors s.T and the eigenvalues w (device; null: into
+// s.v), plus the non-finite checks; returns the status.
+template <class Real>
+Status syevd(int n, const Real* A, Real* w, Scratch<Real>& s) {
+  Handles& h = handles();
+  const cudaStream_t stream = asteria::cuda::current_stream();
+  const size_t nn = static_cast<size_t>(n) * n;
+  size_t dev_bytes = 0, host_bytes = 0;
+  ASTERIA_CUSOLVER(cusolverDnXsyevd_bufferSize(h.solver, h.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n,
+                                               kType<Real>, A, n, kType<Real>, A, kType<Real>, &dev_bytes, &host_bytes));
+  const size_t t_bytes = aligned(nn * sizeof(Real)), v_bytes = aligned(n * sizeof(Real)), i_bytes = aligned(2 * sizeof(int));
+  char* base = static_cast<char*>(asteria::cuda::thread_workspace(t_bytes + v_bytes + i_bytes + aligned(dev_bytes)));
+  s.T = reinterpret_cast<Real*>(base);
+  s.v = reinterpret_cast<Real*>(base + t_bytes);
+  s.info = reinterpret_cast<int*>(base + t_bytes + v_bytes);
+  s.work = base + t_bytes + v_bytes + i_bytes;
+  s.work_bytes = dev_bytes;
+  s.host_work.resize(host_bytes);
+  if (!w) w = s.v;
+  ASTERIA_CUDA_CHECK(cudaMemsetAsync(s.info, 0, 2 * sizeof(int), stream));
+  count_non_finite_kernel<<<std::min<size_t>((nn + 255) / 256, 1024), 256, 0, stream>>>(A, nn, s.info + 1);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  int flags[2] = {0, 0};
+  ASTERIA_CUDA_CHECK(cudaMemcpyAsync(flags, s.info, sizeof flags, cudaMemcpyDeviceToHost, stream));
+  ASTERIA_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (flags[1] > 0) return Status::NonFinite;
+  ASTERIA_CUDA_CHECK(cudaMemcpyAsync(s.T, A, nn * sizeof(Real), cudaMemcpyDeviceToDevice, stream));
+  ASTERIA_CUSOLVER(cusolverDnXsyevd(h.solver, h.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, kType<Real>,
+                                    s.T, n, kType<Real>, w, kType<Real>, s.work, s.work_bytes,
+                                    s.host_work.empty() ? nullptr : s.host_work.data(), s.host_work.size(), s.info));
+  count_non_finite_kernel<<<1, 256, 0, stream>>>(w, static_cast<size_t>(n), s.info + 1);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  ASTERIA_CUDA_CHECK(cudaMemcpyAsync(flags, s.info, sizeof flags, cudaMemcpyDeviceToHost, stream));
+  ASTERIA_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (flags[0] != 0) return Status::LapackError;
+  if (flags[1] > 0) return Status::NonFinite;
+  return Status::Ok;
+}
+
+void gemm_nt(cublasHandle_t h, int n, const double* W, double* out) {
+  const double one = 1, zero = 0;
+  ASTERIA_CUBLAS_CHECK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, n, &one, W, n, W, n, &zero, out, n));
+}
+void gemm_nt(cublasHandle_t h, int n, const float* W, float* out) {
+  const float one = 1, zero = 0;
+  // No TF32: the CPU's fp32 refresh is what this must match.
+  ASTERIA_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, n, &one, W, n, W, n, &zero, out, n));
+}
+
+}  // namespace
+
+template <class Real>
+Status eigh(int n, const Real* A, Real* w, Real* V) {
+  Scratch<Real> s;
+  const Status st = syevd(n, A, w, s);
+  if (st != Status::Ok) return st;
+  const dim3 threads(16, 16), blocks((n + 15) / 16, (n + 15) / 16);
+  transpose_kernel<<<blocks, threads, 0, asteria::cuda::current_stream()>>>(s.T, V, n);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  ASTERIA_CUDA_CHECK(cudaStreamSynchronize(asteria::cuda::current_stream()));
+  return Status::Ok;
+}
+
+template <class Real>
+Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out) {
+  Scratch<Real> s;
+  Status st = syevd(n, A, static_cast<Real*>(nullptr), s);
+  if (st != Status::Ok) return st;
+  const cudaStream_t stream = asteria::cuda::current_stream();
+  // The clamp, the singularity test and the powers on the host, as root_from_eigen does them.
+  std::vector<Real> w(n);
+  ASTERIA_CUDA_CHECK(cudaMemcpyAsync(w.data(), s.v, n * sizeof(Real), cudaMemcpyDeviceToHost, stream));
+  ASTERIA_CUDA_CHECK(cudaStreamSynchronize(stream));
+  Real wmax = 0;
+  for (int j = 0; j < n; ++j) wmax = std::max(wmax, std::abs(w[j]));
+  const Real singular = wmax * n * std::numeric_limits<Real>::epsilon();
+  for (int j = 0; j < n; ++j) {
+    double mu = w[j] + eps;
+    if (eps > 0) mu = std::max(mu, eps);
+    else if (!(mu > singular)) return Status::NotPositive;
+    w[j] = static_cast<Real>(std::pow(mu, -0.5 / p));
+  }
+  ASTERIA_CUDA_CHECK(cudaMemcpyAsync(s.v, w.data(), n * sizeof(Real), cudaMemcpyHostToDevice, stream));
+  const size_t nn = static_cast<size_t>(n) * n;
+  scale_columns_kernel<<<static_cast<unsigned>((nn + 255) / 256), 256, 0, stream>>>(s.T, s.v, n);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  gemm_nt(handles().blas, n, s.T, out);
+  int flags[2] = {0, 0};
+  ASTERIA_CUDA_CHECK(cudaMemsetAsync(s.info + 1, 0, sizeof(int), stream));
+  count_non_finite_kernel<<<std::min<size_t>((nn + 255) / 256, 1024), 256, 0, stream>>>(out, nn, s.info + 1);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  ASTERIA_CUDA_CHECK(cudaMemcpyAsync(flags, s.info, sizeof flags, cudaMemcpyDeviceToHost, stream));
+  ASTERIA_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return flags[1] > 0 ? Status::NonFinite : Status::Ok;
+}
+
+template Status eigh<double>(int, const double*, double*, double*);
+template Status eigh<float>(int, const float*, float*, float*);
+template Status inverse_root_eigh<double>(int, const double*, double, double, double*);
+template Status inverse_root_eigh<float>(int, const float*, double, double, float*);
+
+}  // namespace asteria::matfn::cuda
