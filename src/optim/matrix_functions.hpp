@@ -121,7 +121,8 @@ Status inverse_root_eigh_part(int part, Precision precision, int n, const double
 // Test hook: the next `count` calls of eigh fail with LapackError (failure-path tests).
 void inject_eigh_failures(int count);
 
-// The CUDA backend's eigh and inverse root (optim/cuda/matrix_functions.cu, cuSOLVER's syevd):
+// The CUDA backend's eigh, inverse root and QR refresh (optim/cuda/matrix_functions.cu, cuSOLVER's
+// syevd, geqrf, orgqr):
 // the same contracts on device pointers (A, w, V, out), the same status rules (non-finite input
 // or output, the eigenvalue clamp and singularity test of inverse_root_eigh, computed on the host
 // from the eigenvalues exactly as the CPU does), on the calling thread's current stream;
@@ -132,6 +133,10 @@ template <class Real>
 Status eigh(int n, const Real* A, Real* w, Real* V);
 template <class Real>
 Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out);
+// SOAP's power step and QR (qr_refresh's contract: the estimates diag(Q^T L Q) summed in fp64 in
+// the CPU's order, the same stable sort on the host, geqrf + orgqr; Q unchanged on failure).
+template <class Real>
+Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, bool sort = true);
 }  // namespace cuda
 
 }  // namespace asteria::matfn

@@ -3,9 +3,11 @@
 // eigensolvers differ by a few ulps times n); eigenvectors by the residual ||A V - V diag(w)||,
 // which also checks that V is row-major with eigenvectors as columns (signs and the order
 // within clusters are free, so no elementwise comparison); the root within rounding; and the
-// same statuses for a singular and a non-finite input. Skipped without a device.
+// same statuses for a singular and a non-finite input; SOAP's QR refresh (the same re-sort and
+// basis). Skipped without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -110,6 +112,35 @@ TYPED_TEST(MatfnOnCuda, InverseRootMatchesLapack) {
       s += double(want[i]) * want[i];
     }
     EXPECT_LE(std::sqrt(d), 10 * this->tol() * n * std::sqrt(s)) << "n " << n;
+  }
+}
+
+// SOAP's refresh: the same re-sort (perm) and the same basis, column by column up to its sign
+// (Householder QR fixes the signs by R's diagonal; two implementations may still differ there).
+TYPED_TEST(MatfnOnCuda, QrRefreshMatchesLapack) {
+  using Real = TypeParam;
+  for (int n : {1, 6, 64, 200}) {
+    // Well conditioned (eigenvalues in [1, 5]), so that QR's rounding stays near epsilon.
+    std::vector<Real> L = spd<Real>(n, 21 + n);
+    for (int i = 0; i < n; ++i) L[i * n + i] += 1;
+    matfn::Workspace ws;
+    std::vector<Real> Q(static_cast<size_t>(n) * n);
+    ASSERT_EQ(matfn::eigenbasis_descending(n, spd<Real>(n, 40 + n).data(), Q.data(), ws), matfn::Status::Ok);
+    std::vector<Real> want = Q;
+    std::vector<int> perm_cpu, perm_gpu;
+    ASSERT_EQ(matfn::qr_refresh(n, L.data(), want.data(), perm_cpu, ws), matfn::Status::Ok);
+    Real* dQ = this->up(Q);
+    ASSERT_EQ(matfn::cuda::qr_refresh(n, this->up(L), dQ, perm_gpu), matfn::Status::Ok) << "n " << n;
+    EXPECT_EQ(perm_gpu, perm_cpu) << "n " << n;
+    const std::vector<Real> got = this->down(dQ, Q.size());
+    double diff = 0;   // ||Q_gpu S - Q_cpu||_F with S the column signs; ||Q_cpu||_F^2 = n
+    for (int k = 0; k < n; ++k) {
+      double dot = 0;
+      for (int i = 0; i < n; ++i) dot += double(got[i * n + k]) * want[i * n + k];
+      const double sign = dot < 0 ? -1 : 1;
+      for (int i = 0; i < n; ++i) diff += std::pow(sign * got[i * n + k] - want[i * n + k], 2);
+    }
+    EXPECT_LE(std::sqrt(diff / n), (std::is_same_v<Real, double> ? 1e-11 : 1e-5) * n) << "n " << n;
   }
 }
 

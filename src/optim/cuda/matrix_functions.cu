@@ -1,5 +1,5 @@
-// eigh and the inverse root on CUDA through cuSOLVER's 64-bit syevd (contract:
-// optim/matrix_functions.hpp, namespace matfn::cuda). Row-major and column-major agree on a
+// eigh, the inverse root and SOAP's QR refresh on CUDA through cuSOLVER (syevd, geqrf, orgqr;
+// contract: optim/matrix_functions.hpp, namespace matfn::cuda). Row-major and column-major agree on a
 // symmetric matrix; the lower triangle of the column-major view is the CPU's upper ('U', row-major).
 // syevd returns the eigenvectors as columns of a column-major matrix, transposed here into the
 // row-major V of the CPU contract. The inverse root never needs that transpose:
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -184,9 +185,124 @@ Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out) 
   return flags[1] > 0 ? Status::NonFinite : Status::Ok;
 }
 
+namespace {
+
+// d[j] = sum_i Q[i][j] LQ[i][j] in fp64, i ascending: the CPU's order (row-major operands).
+template <class Real>
+__global__ void column_dots_kernel(const Real* Q, const Real* LQ, int n, double* d) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += static_cast<double>(Q[static_cast<size_t>(i) * n + j]) * LQ[static_cast<size_t>(i) * n + j];
+  d[j] = s;
+}
+
+// T (column-major) = LQ[:, perm] (row-major): the re-sorted power step, laid out for geqrf.
+template <class Real>
+__global__ void gather_columns_kernel(const Real* LQ, const int* perm, int n, Real* T) {
+  const int i = blockIdx.y * blockDim.y + threadIdx.y, k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && k < n) T[static_cast<size_t>(k) * n + i] = LQ[static_cast<size_t>(i) * n + perm[k]];
+}
+
+void gemm_nn(cublasHandle_t h, int n, const double* A, const double* B, double* C) {
+  const double one = 1, zero = 0;
+  ASTERIA_CUBLAS_CHECK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, n, B, n, &zero, C, n));
+}
+void gemm_nn(cublasHandle_t h, int n, const float* A, const float* B, float* C) {
+  const float one = 1, zero = 0;
+  ASTERIA_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, n, B, n, &zero, C, n));
+}
+cusolverStatus_t orgqr_size(cusolverDnHandle_t h, int n, const double* A, const double* tau, int* lwork) {
+  return cusolverDnDorgqr_bufferSize(h, n, n, n, A, n, tau, lwork);
+}
+cusolverStatus_t orgqr_size(cusolverDnHandle_t h, int n, const float* A, const float* tau, int* lwork) {
+  return cusolverDnSorgqr_bufferSize(h, n, n, n, A, n, tau, lwork);
+}
+cusolverStatus_t orgqr(cusolverDnHandle_t h, int n, double* A, const double* tau, double* work, int lwork, int* info) {
+  return cusolverDnDorgqr(h, n, n, n, A, n, tau, work, lwork, info);
+}
+cusolverStatus_t orgqr(cusolverDnHandle_t h, int n, float* A, const float* tau, float* work, int lwork, int* info) {
+  return cusolverDnSorgqr(h, n, n, n, A, n, tau, work, lwork, info);
+}
+
+}  // namespace
+
+template <class Real>
+Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, bool sort) {
+  Handles& h = handles();
+  const cudaStream_t stream = asteria::cuda::current_stream();
+  const size_t nn = static_cast<size_t>(n) * n;
+  size_t geqrf_dev = 0, geqrf_host = 0;
+  ASTERIA_CUSOLVER(cusolverDnXgeqrf_bufferSize(h.solver, h.params, n, n, kType<Real>, L, n, kType<Real>, L, kType<Real>,
+                                               &geqrf_dev, &geqrf_host));
+  int orgqr_lwork = 0;
+  ASTERIA_CUSOLVER(orgqr_size(h.solver, n, L, L, &orgqr_lwork));
+  // [LQ][T][tau][d: fp64][perm][info: geqrf, orgqr, non-finite][geqrf work][orgqr work]
+  const size_t b_m = aligned(nn * sizeof(Real)), b_v = aligned(n * sizeof(Real)), b_d = aligned(n * sizeof(double)),
+               b_p = aligned(n * sizeof(int)), b_i = aligned(3 * sizeof(int)), b_g = aligned(geqrf_dev),
+               b_o = aligned(static_cast<size_t>(orgqr_lwork) * sizeof(Real));
+  char* at = static_cast<char*>(asteria::cuda::thread_workspace(2 * b_m + b_v + b_d + b_p + b_i + b_g + b_o));
+  auto take = [&](size_t bytes) {
+    char* p = at;
+    at += bytes;
+    return p;
+  };
+  Real* LQ = reinterpret_cast<Real*>(take(b_m));
+  Real* T = reinterpret_cast<Real*>(take(b_m));
+  Real* tau = reinterpret_cast<Real*>(take(b_v));
+  double* d = reinterpret_cast<double*>(take(b_d));
+  int* dperm = reinterpret_cast<int*>(take(b_p));
+  int* info = reinterpret_cast<int*>(take(b_i));
+  void* geqrf_work = take(b_g);
+  Real* orgqr_work = reinterpret_cast<Real*>(take(b_o));
+  std::vector<char> host_work(geqrf_host);
+  int flags[3] = {0, 0, 0};
+  const auto read_flags = [&] {
+    ASTERIA_CUDA_CHECK(cudaMemcpyAsync(flags, info, sizeof flags, cudaMemcpyDeviceToHost, stream));
+    ASTERIA_CUDA_CHECK(cudaStreamSynchronize(stream));
+  };
+
+  ASTERIA_CUDA_CHECK(cudaMemsetAsync(info, 0, 3 * sizeof(int), stream));
+  const unsigned grid = static_cast<unsigned>(std::min<size_t>((nn + 255) / 256, 1024));
+  count_non_finite_kernel<<<grid, 256, 0, stream>>>(L, nn, info + 2);
+  count_non_finite_kernel<<<grid, 256, 0, stream>>>(Q, nn, info + 2);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  // Row-major LQ = L Q is column-major LQ^T = Q^T L^T: the buffers in swapped order.
+  gemm_nn(h.blas, n, Q, L, LQ);
+  column_dots_kernel<<<(n + 127) / 128, 128, 0, stream>>>(Q, LQ, n, d);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  std::vector<double> dh(n);
+  ASTERIA_CUDA_CHECK(cudaMemcpyAsync(dh.data(), d, n * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  read_flags();
+  if (flags[2] > 0) return Status::NonFinite;
+  std::vector<Real> w(n);
+  for (int j = 0; j < n; ++j) w[j] = static_cast<Real>(dh[j]);
+  perm.resize(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  if (sort) std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return w[a] > w[b]; });
+  ASTERIA_CUDA_CHECK(cudaMemcpyAsync(dperm, perm.data(), n * sizeof(int), cudaMemcpyHostToDevice, stream));
+  const dim3 threads(16, 16), blocks((n + 15) / 16, (n + 15) / 16);
+  gather_columns_kernel<<<blocks, threads, 0, stream>>>(LQ, dperm, n, T);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  ASTERIA_CUSOLVER(cusolverDnXgeqrf(h.solver, h.params, n, n, kType<Real>, T, n, kType<Real>, tau, kType<Real>, geqrf_work,
+                                    geqrf_dev, host_work.empty() ? nullptr : host_work.data(), host_work.size(), info));
+  ASTERIA_CUSOLVER(orgqr(h.solver, n, T, tau, orgqr_work, orgqr_lwork, info + 1));
+  count_non_finite_kernel<<<grid, 256, 0, stream>>>(T, nn, info + 2);
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  read_flags();
+  if (flags[0] != 0 || flags[1] != 0) return Status::LapackError;
+  if (flags[2] > 0) return Status::NonFinite;
+  transpose_kernel<<<blocks, threads, 0, stream>>>(T, Q, n);   // Q unchanged until here
+  ASTERIA_CUDA_LAUNCH_CHECK();
+  ASTERIA_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return Status::Ok;
+}
+
 template Status eigh<double>(int, const double*, double*, double*);
 template Status eigh<float>(int, const float*, float*, float*);
 template Status inverse_root_eigh<double>(int, const double*, double, double, double*);
 template Status inverse_root_eigh<float>(int, const float*, double, double, float*);
+template Status qr_refresh<double>(int, const double*, double*, std::vector<int>&, bool);
+template Status qr_refresh<float>(int, const float*, float*, std::vector<int>&, bool);
 
 }  // namespace asteria::matfn::cuda
