@@ -12,6 +12,7 @@
 #include <optional>
 #include <fstream>
 
+#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "data/loader.hpp"
@@ -153,6 +154,8 @@ struct Trainer::Impl {
     topo = make_topology(*comm, cfg.distributed.ranks_per_node);
     topo.set_timeout(cfg.distributed.timeout_s);
     check_supported(cfg);
+    // Before any file is opened: a GPU run where there is none says so first.
+    if (std::string why; cfg.runtime.backend == "cuda" && !cuda_backend_available(&why)) fail("runtime.backend cuda: ", why);
     ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
                   "made by `asteria-data encode`)");
     resume_dir = resolve_resume(cfg);
