@@ -1,5 +1,6 @@
 #pragma once
 // Small dense helpers of the block preconditioners (fp32 state, row-major, contiguous).
+#include <cmath>
 #include <cstdint>
 
 #include "core/cpu/gemm.hpp"
@@ -39,6 +40,27 @@ inline void from_basis(const float* QL, const float* X, const float* QR, int64_t
   mul(false, false, m, n, m, 1.0f, QL, X, 0.0f, tmp);
   mul(false, true, m, n, n, 1.0f, tmp, QR, 0.0f, out);
 }
+
+// SOAP's Adam in the eigenbasis, over mn entries: M = b1 M + a1 G; V = b2 V + a2 G^2; then
+// G <- M / (sqrt(V) + eps), the direction in the eigenbasis.
+inline void soap_moments(float* M, float* V, float* G, int64_t mn, float b1, float b2, float a1, float a2, float eps) {
+  for (int64_t i = 0; i < mn; ++i) {
+    M[i] = b1 * M[i] + a1 * G[i];
+    V[i] = b2 * V[i] + a2 * G[i] * G[i];
+    G[i] = M[i] / (std::sqrt(V[i]) + eps);
+  }
+}
+
+// The same helpers on device pointers, on the calling thread's current stream
+// (optim/cuda/block_math.cu; builds with CUDA only), for the second-order optimizers' per-step
+// work on the GPU. Same operations; GEMM and SYRK round in their own order.
+namespace cuda {
+void accumulate_left(const float* G, int64_t m, int64_t n, float beta, float scale, float* L);
+void accumulate_right(const float* G, int64_t m, int64_t n, float beta, float scale, float* R);
+void to_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* tmp, float* out);
+void from_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* tmp, float* out);
+void soap_moments(float* M, float* V, float* G, int64_t mn, float b1, float b2, float a1, float a2, float eps);
+}  // namespace cuda
 
 // 1 - beta in double, rounded once: 1.0f - float(beta) is 1.3e-5 off at beta = 0.999.
 inline float one_minus(double beta) { return static_cast<float>(1.0 - beta); }

@@ -24,11 +24,7 @@ void SoapBlock::update(const float* G) {
   float* V = V_.data();
   float* Gp = tmp2;
   to_basis(QL_.data(), G, QR_.data(), m, n, tmp1, Gp);
-  for (int64_t i = 0; i < mn; ++i) {
-    M[i] = b1 * M[i] + a1 * Gp[i];
-    V[i] = b2 * V[i] + a2 * Gp[i] * Gp[i];
-    Gp[i] = M[i] / (std::sqrt(V[i]) + eps);
-  }
+  soap_moments(M, V, Gp, mn, b1, b2, a1, a2, eps);
   const double t = static_cast<double>(t_);
   const float step_scale = static_cast<float>(std::sqrt(1.0 - std::pow(p_.beta2, t)) / (1.0 - std::pow(p_.beta1, t)));
   from_basis(QL_.data(), Gp, QR_.data(), m, n, tmp1, direction_.data());

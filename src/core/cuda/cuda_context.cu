@@ -17,12 +17,26 @@ struct Workspace {
 };
 thread_local Workspace t_workspace;
 
+struct Cublas {
+  cublasHandle_t handle = nullptr;
+  ~Cublas() {
+    if (handle) cublasDestroy(handle);
+  }
+};
+thread_local Cublas t_cublas;
+
 }  // namespace
 
 cudaStream_t current_stream() { return t_stream; }
 
 StreamScope::StreamScope(cudaStream_t s) : previous_(t_stream) { t_stream = s; }
 StreamScope::~StreamScope() { t_stream = previous_; }
+
+cublasHandle_t thread_cublas() {
+  if (!t_cublas.handle) ASTERIA_CUBLAS_CHECK(cublasCreate(&t_cublas.handle));
+  ASTERIA_CUBLAS_CHECK(cublasSetStream(t_cublas.handle, t_stream));
+  return t_cublas.handle;
+}
 
 void* thread_workspace(size_t bytes) {
   Workspace& w = t_workspace;

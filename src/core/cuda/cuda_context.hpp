@@ -2,6 +2,7 @@
 // What the CUDA ops share on the calling thread: the stream they run on (set with StreamScope
 // by whoever runs a lane: the trainer's compute lane, a test), and the device workspace ops
 // with scratch needs use (grown on demand and kept: allocating per step is slow).
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -22,6 +23,10 @@ class StreamScope {
  private:
   cudaStream_t previous_;
 };
+
+// The calling thread's cuBLAS handle (created on first use), set to its current stream: for the
+// products cuBLASLt does not cover (fp64, SYRK). Default math: no TF32.
+cublasHandle_t thread_cublas();
 
 // A device buffer of at least `bytes` for the calling thread's ops, valid until the next call
 // on this thread. Growing it synchronizes the current stream first (the old buffer may be in use).

@@ -28,15 +28,14 @@ namespace {
     if (st_ != CUSOLVER_STATUS_SUCCESS) ::asteria::fail(#call, " failed with cusolver status ", static_cast<int>(st_)); \
   } while (0)
 
-// One cuSOLVER and one cuBLAS handle per thread, on the thread's current stream.
+// One cuSOLVER handle per thread, on the thread's current stream, with the thread's cuBLAS one.
 struct Handles {
   cusolverDnHandle_t solver = nullptr;
   cusolverDnParams_t params = nullptr;
-  cublasHandle_t blas = nullptr;
+  cublasHandle_t blas = nullptr;   // asteria::cuda::thread_cublas(), not owned
   ~Handles() {
     if (params) cusolverDnDestroyParams(params);
     if (solver) cusolverDnDestroy(solver);
-    if (blas) cublasDestroy(blas);
   }
 };
 thread_local Handles t_handles;
@@ -46,11 +45,9 @@ Handles& handles() {
   if (!h.solver) {
     ASTERIA_CUSOLVER(cusolverDnCreate(&h.solver));
     ASTERIA_CUSOLVER(cusolverDnCreateParams(&h.params));
-    ASTERIA_CUBLAS_CHECK(cublasCreate(&h.blas));
   }
-  const cudaStream_t s = asteria::cuda::current_stream();
-  ASTERIA_CUSOLVER(cusolverDnSetStream(h.solver, s));
-  ASTERIA_CUBLAS_CHECK(cublasSetStream(h.blas, s));
+  ASTERIA_CUSOLVER(cusolverDnSetStream(h.solver, asteria::cuda::current_stream()));
+  h.blas = asteria::cuda::thread_cublas();
   return h;
 }
 
