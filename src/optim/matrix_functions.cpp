@@ -83,6 +83,17 @@ namespace {
 // computed sign.
 template <class Real>
 Status root_from_eigen(int n, const Real* V, Real* w, double p, double eps, Real* out, Real* W) {
+  if (const Status st = inverse_root_scales(n, w, p, eps); st != Status::Ok) return st;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) W[i * n + j] = V[i * n + j] * w[j];
+  gemm(n, false, true, Real(1), W, W, Real(0), out);
+  return all_finite(static_cast<int64_t>(n) * n, out) ? Status::Ok : Status::NonFinite;
+}
+
+}  // namespace
+
+template <class Real>
+Status inverse_root_scales(int n, Real* w, double p, double eps) {
   Real wmax = 0;
   for (int j = 0; j < n; ++j) wmax = std::max(wmax, std::abs(w[j]));
   const Real singular = wmax * n * std::numeric_limits<Real>::epsilon();
@@ -92,13 +103,8 @@ Status root_from_eigen(int n, const Real* V, Real* w, double p, double eps, Real
     else if (!(mu > singular)) return Status::NotPositive;
     w[j] = static_cast<Real>(std::pow(mu, -0.5 / p));
   }
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) W[i * n + j] = V[i * n + j] * w[j];
-  gemm(n, false, true, Real(1), W, W, Real(0), out);
-  return all_finite(static_cast<int64_t>(n) * n, out) ? Status::Ok : Status::NonFinite;
+  return Status::Ok;
 }
-
-}  // namespace
 
 template <class Real>
 Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out, Workspace& ws) {
@@ -225,6 +231,7 @@ Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, Workspa
   template bool all_finite<Real>(int64_t, const Real*);                                                   \
   template Status eigh<Real>(int, const Real*, Real*, Real*, Workspace&);                                 \
   template Status inverse_root_eigh<Real>(int, const Real*, double, double, Real*, Workspace&);           \
+  template Status inverse_root_scales<Real>(int, Real*, double, double);                                  \
   template Status inverse_root_newton<Real>(int, const Real*, int, double, Real*, Workspace&, int, double); \
   template Status eigenbasis_descending<Real>(int, const Real*, Real*, Workspace&);                       \
   template Status qr_refresh<Real>(int, const Real*, Real*, std::vector<int>&, Workspace&, bool);

@@ -63,6 +63,12 @@ Status eigh(int n, const Real* A, Real* w, Real* V, Workspace& ws);
 template <class Real>
 Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out, Workspace& ws);
 
+// inverse_root_eigh's rule on A's eigenvalues w, in place: w[j] <- mu_j^(-1/(2p)) with
+// mu_j = max(w[j] + eps, eps) (the root is then (V diag(w)) (V diag(w))^T), or NotPositive
+// without eps when some w[j] is within roundoff of zero. The CPU and CUDA roots both call it.
+template <class Real>
+Status inverse_root_scales(int n, Real* w, double p, double eps);
+
 // The default convergence tolerance of inverse_root_newton: 1e-12 in fp64, 1e-6 in fp32 (the
 // default of Distributed Shampoo's coupled Newton).
 template <class Real>

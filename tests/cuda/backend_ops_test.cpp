@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "device_fixture.hpp"
 #include "core/bf16.hpp"
 #include "core/cuda/cublaslt_gemm.hpp"
 #include "core/cuda/cuda_context.hpp"
@@ -31,50 +32,8 @@ namespace {
 
 constexpr double kFp32Tolerance = 1e-5;
 
-// Device copies of host vectors on one stream, which the ops run on.
-class OnDevice : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda_backend_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-    be_ = make_cuda_backend(0);
-    stream_ = be_->create_stream(StreamPriority::Normal);
-    scope_ = std::make_unique<cuda::StreamScope>(static_cast<cudaStream_t>(stream_->native_handle()));
-  }
-  void TearDown() override {
-    if (!be_) return;
-    stream_->synchronize();
-    for (void* p : owned_) be_->release(p, MemoryKind::Device);
-    scope_.reset();
-  }
-  template <class T>
-  T* up(const std::vector<T>& h) {
-    void* d = be_->allocate(h.size() * sizeof(T) + 16, MemoryKind::Device);
-    owned_.push_back(d);
-    be_->copy(d, h.data(), h.size() * sizeof(T), *stream_);
-    return static_cast<T*>(d);
-  }
-  template <class T>
-  std::vector<T> down(const T* d, size_t n) {
-    std::vector<T> h(n);
-    be_->copy(h.data(), d, n * sizeof(T), *stream_);
-    stream_->synchronize();
-    return h;
-  }
-
-  std::unique_ptr<Backend> be_;
-  std::unique_ptr<Stream> stream_;
-  std::unique_ptr<cuda::StreamScope> scope_;
-  std::vector<void*> owned_;
-};
-
-std::vector<float> random_vector(size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using testing::OnDevice;
+using testing::random_vector;
 
 void expect_close(const std::vector<float>& gpu, const std::vector<float>& cpu, const std::string& what,
                   double tolerance = kFp32Tolerance) {

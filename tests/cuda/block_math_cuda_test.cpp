@@ -11,20 +11,13 @@
 #include <tuple>
 #include <vector>
 
-#include "core/backend.hpp"
-#include "core/cuda/device_buffer.hpp"
+#include "device_fixture.hpp"
 #include "optim/block_math.hpp"
 
 namespace asteria {
 namespace {
 
-std::vector<float> random_vector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using testing::random_vector;
 
 std::vector<float> symmetric(int64_t n, unsigned seed) {
   std::vector<float> s = random_vector(static_cast<size_t>(n * n), seed);
@@ -42,24 +35,7 @@ double relative(const std::vector<float>& got, const std::vector<float>& want) {
   return w > 0 ? std::sqrt(d / w) : std::sqrt(d);
 }
 
-class BlockMathOnCuda : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda_backend_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-  }
-  float* up(const std::vector<float>& h) {
-    auto& b = owned_.emplace_back(h.size());
-    cuda::copy_to_device(b.data(), h.data(), h.size() * sizeof(float));
-    return b.data();
-  }
-  std::vector<float> down(const float* d, size_t n) {
-    std::vector<float> h(n);
-    cuda::copy_to_host(h.data(), d, n * sizeof(float));
-    return h;
-  }
-  std::vector<cuda::DeviceBuffer<float>> owned_;
-};
+using BlockMathOnCuda = testing::OnDevice;
 
 const std::tuple<int64_t, int64_t> kShapes[] = {{1, 1}, {7, 5}, {64, 48}, {130, 257}};
 

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "core/backend.hpp"
+#include "device_fixture.hpp"
 #include "optim/matrix_functions.hpp"
 
 namespace asteria {
@@ -36,34 +36,9 @@ std::vector<Real> spd(int n, unsigned seed, int rank = -1) {
 }
 
 template <class Real>
-class MatfnOnCuda : public ::testing::Test {
+class MatfnOnCuda : public testing::OnDevice {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda_backend_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-    be_ = make_cuda_backend(0);
-    stream_ = be_->create_stream(StreamPriority::Normal);
-  }
-  void TearDown() override {
-    for (void* p : owned_) be_->release(p, MemoryKind::Device);
-  }
-  Real* up(const std::vector<Real>& h) {
-    void* d = be_->allocate(h.size() * sizeof(Real), MemoryKind::Device);
-    owned_.push_back(d);
-    be_->copy(d, h.data(), h.size() * sizeof(Real), *stream_);
-    stream_->synchronize();
-    return static_cast<Real*>(d);
-  }
-  std::vector<Real> down(const Real* d, size_t n) {
-    std::vector<Real> h(n);
-    be_->copy(h.data(), d, n * sizeof(Real), *stream_);
-    stream_->synchronize();
-    return h;
-  }
   static double tol() { return std::is_same_v<Real, double> ? 1e-10 : 1e-4; }
-  std::unique_ptr<Backend> be_;
-  std::unique_ptr<Stream> stream_;
-  std::vector<void*> owned_;
 };
 
 using Types = ::testing::Types<double, float>;

@@ -8,44 +8,21 @@
 #include <numeric>
 #include <vector>
 
-#include "core/backend.hpp"
+#include "device_fixture.hpp"
 #include "fsdp/nccl_communicator.hpp"
 
 namespace asteria {
 namespace {
 
-class NcclOneRank : public ::testing::Test {
+class NcclOneRank : public testing::OnDevice {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!cuda_backend_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-    be_ = make_cuda_backend(0);
-    stream_ = be_->create_stream(StreamPriority::Normal);
+    OnDevice::SetUp();
+    if (IsSkipped()) return;
     local_ = make_local_communicator();
     nccl_ = make_nccl_communicator(*local_, 0);
   }
-  void TearDown() override {
-    for (void* p : owned_) be_->release(p, MemoryKind::Device);
-  }
-  template <class T>
-  T* up(const std::vector<T>& h) {
-    void* d = be_->allocate(h.size() * sizeof(T), MemoryKind::Device);
-    owned_.push_back(d);
-    be_->copy(d, h.data(), h.size() * sizeof(T), *stream_);
-    stream_->synchronize();
-    return static_cast<T*>(d);
-  }
-  template <class T>
-  std::vector<T> down(const T* d, size_t n) {
-    std::vector<T> h(n);
-    be_->copy(h.data(), d, n * sizeof(T), *stream_);
-    stream_->synchronize();
-    return h;
-  }
-  std::unique_ptr<Backend> be_;
-  std::unique_ptr<Stream> stream_;
   std::unique_ptr<Communicator> local_, nccl_;
-  std::vector<void*> owned_;
 };
 
 TEST_F(NcclOneRank, CollectivesFollowTheContract) {

@@ -155,19 +155,12 @@ Status inverse_root_eigh(int n, const Real* A, double p, double eps, Real* out) 
   Status st = syevd(n, A, static_cast<Real*>(nullptr), s);
   if (st != Status::Ok) return st;
   const cudaStream_t stream = asteria::cuda::current_stream();
-  // The clamp, the singularity test and the powers on the host, as root_from_eigen does them.
+  // The clamp, the singularity test and the powers on the host: the CPU's rule, the CPU's code.
   std::vector<Real> w(n);
   ASTERIA_CUDA_CHECK(cudaMemcpyAsync(w.data(), s.v, n * sizeof(Real), cudaMemcpyDeviceToHost, stream));
   ASTERIA_CUDA_CHECK(cudaStreamSynchronize(stream));
-  Real wmax = 0;
-  for (int j = 0; j < n; ++j) wmax = std::max(wmax, std::abs(w[j]));
-  const Real singular = wmax * n * std::numeric_limits<Real>::epsilon();
-  for (int j = 0; j < n; ++j) {
-    double mu = w[j] + eps;
-    if (eps > 0) mu = std::max(mu, eps);
-    else if (!(mu > singular)) return Status::NotPositive;
-    w[j] = static_cast<Real>(std::pow(mu, -0.5 / p));
-  }
+  st = inverse_root_scales(n, w.data(), p, eps);
+  if (st != Status::Ok) return st;
   ASTERIA_CUDA_CHECK(cudaMemcpyAsync(s.v, w.data(), n * sizeof(Real), cudaMemcpyHostToDevice, stream));
   const size_t nn = static_cast<size_t>(n) * n;
   scale_columns_kernel<<<static_cast<unsigned>((nn + 255) / 256), 256, 0, stream>>>(s.T, s.v, n);
