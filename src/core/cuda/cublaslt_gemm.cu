@@ -127,12 +127,29 @@ void lt_gemm(const GemmArgs& g, cudaStream_t s) {
                                       &p.algo, st.workspace(s), kWorkspaceBytes, s));
 }
 
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-          int ldb, float beta, float* c, int ldc, int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+namespace {
+
+GemmArgs args(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, int lda, const void* b,
+              int ldb, float beta, float* c, int ldc) {
   GemmArgs g;
   g.trans_a = trans_a, g.trans_b = trans_b, g.m = m, g.n = n, g.k = k, g.alpha = alpha, g.beta = beta;
   g.a = a, g.lda = lda, g.b = b, g.ldb = ldb, g.c = c, g.ldc = ldc;
+  return g;
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc, int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  GemmArgs g = args(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   g.batch = batch, g.stride_a = stride_a, g.stride_b = stride_b, g.stride_c = stride_c;
+  lt_gemm(g, current_stream());
+}
+
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const __nv_bfloat16* a, int lda,
+          const __nv_bfloat16* b, int ldb, float beta, float* c, int ldc) {
+  GemmArgs g = args(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  g.a_type = ScalarType::BF16;
   lt_gemm(g, current_stream());
 }
 

@@ -1,7 +1,5 @@
 // Linear layer on CUDA: the same two GEMMs as the CPU op, through cuBLASLt (contract:
 // ops/linear.hpp); fp32, or bf16 operands with fp32 accumulation and output.
-#include <cuda_bf16.h>
-
 #include "core/cuda/cublaslt_gemm.hpp"
 #include "model/ops/cuda/kernel_util.cuh"
 #include "model/ops/linear.hpp"
@@ -55,43 +53,21 @@ Bf16Copies to_bf16(std::initializer_list<std::pair<const float*, size_t>> operan
   return out;
 }
 
-// cpu::gemm's argument order on bf16 operands, fp32 C.
-void gemm_bf16(bool ta, bool tb, int m, int n, int k, float alpha, const __nv_bfloat16* a, int lda,
-               const __nv_bfloat16* b, int ldb, float beta, float* c, int ldc) {
-  GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.alpha = alpha;
-  g.beta = beta;
-  g.a = a;
-  g.lda = lda;
-  g.b = b;
-  g.ldb = ldb;
-  g.c = c;
-  g.ldc = ldc;
-  g.a_type = ScalarType::BF16;
-  g.c_type = ScalarType::F32;
-  asteria::cuda::lt_gemm(g, asteria::cuda::current_stream());
-}
-
 }  // namespace
 
 template <>
 void linear_forward_bf16<float>(float* out, const float* inp, const float* weight, int N, int IC, int OC,
                                 bool accumulate) {
   const Bf16Copies h = to_bf16({{inp, size_t(N) * IC}, {weight, size_t(OC) * IC}});
-  gemm_bf16(false, true, N, OC, IC, 1.0f, h.p[0], IC, h.p[1], IC, accumulate ? 1.0f : 0.0f, out, OC);
+  gemm(false, true, N, OC, IC, 1.0f, h.p[0], IC, h.p[1], IC, accumulate ? 1.0f : 0.0f, out, OC);
 }
 
 template <>
 void linear_backward_bf16<float>(float* dinp, float* dweight, const float* dout, const float* inp,
                                  const float* weight, int N, int IC, int OC, float scale, bool accumulate_dinp) {
   const Bf16Copies h = to_bf16({{dout, size_t(N) * OC}, {inp, size_t(N) * IC}, {weight, dinp ? size_t(OC) * IC : 0}});
-  if (dinp) gemm_bf16(false, false, N, IC, OC, 1.0f, h.p[0], OC, h.p[2], IC, accumulate_dinp ? 1.0f : 0.0f, dinp, IC);
-  gemm_bf16(true, false, OC, IC, N, scale, h.p[0], OC, h.p[1], IC, 1.0f, dweight, IC);
+  if (dinp) gemm(false, false, N, IC, OC, 1.0f, h.p[0], OC, h.p[2], IC, accumulate_dinp ? 1.0f : 0.0f, dinp, IC);
+  gemm(true, false, OC, IC, N, scale, h.p[0], OC, h.p[1], IC, 1.0f, dweight, IC);
 }
 
 }  // namespace asteria::ops::cuda
