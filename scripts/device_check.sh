@@ -41,33 +41,45 @@ log "bench_gemm_cuda: rc $? $(python3 -c "import json,sys; d=json.load(open('$OU
 # The whole model's forward + backward on the device (fp32 path), OLMo-1B at seq 2048.
 timeout 120 "$BIN/bench_model_cuda" --micro-batch 4 > "$OUT/bench_model_cuda.json" 2> "$OUT/bench_model_cuda.err"
 log "bench_model_cuda (OLMo-1B, micro-batch 4, fp32): rc $? $(python3 -c "import json; d=json.load(open('$OUT/bench_model_cuda.json')); print('step %.3f s, %.0f tok/s, %.1f TFLOP/s, MFU %.1f %% of the bf16 peak, %.1f GiB device' % (d['step_s_median'], d['tokens_per_s'], d['tflops'], 100*d['mfu_vs_bf16_peak'], d['device_memory_used_bytes']/2**30))" 2>&1)"
-# OLMo-1B AdamW training on the GPU (runtime.backend cuda): 20 steps of the shipped config at
-# seq 2048 on random token ids (the GPU machine has no corpus), the largest micro-batch of 8, 4
-# that fits, one micro-batch per step. SOAP native / asteria on the GPU: not in this version.
+# OLMo-1B training on the GPU (runtime.backend cuda, runtime.precision bf16: the defaults): 20
+# steps of each shipped config at seq 2048 on random token ids (the GPU machine has no corpus),
+# the largest micro-batch of 8, 4 that fits, one micro-batch per step: AdamW, then SOAP in native
+# mode (refreshes inline: the reference, with its spikes every 10 steps) and in asteria mode
+# (refreshes on the host workers, published D steps later). SOAP's first step computes every
+# block's first eigenbasis (cuSOLVER): the summary leaves out 2 warm-up steps.
 python3 -c "
 import array, random
 random.seed(1)
 array.array('H', (random.randrange(50280) for _ in range(20 * 8 * 2048 + 2049))).tofile(open('$OUT/tokens.bin', 'wb'))"
-for mb in 8 4; do
-  timeout 200 "$BIN/asteria-train" --config configs/olmo-1b-adamw.yaml --set runtime.backend=cuda \
-    --set data.train="$OUT/tokens.bin" --set data.eval= --set run.dir="$OUT/olmo-1b-adamw-cuda" --set run.overwrite=true \
-    --set train.steps=20 --set train.warmup_steps=2 --set train.grad_accum=1 --set train.micro_batch=$mb \
-    --set checkpoint.enabled=false > "$OUT/olmo-1b-adamw-cuda.log" 2>&1 && break
-  log "OLMo-1B AdamW on the GPU at micro-batch $mb: rc $? ($(tail -1 "$OUT/olmo-1b-adamw-cuda.log"))"
-done
-log "OLMo-1B AdamW on the GPU (runtime.precision bf16, the default): $(python3 - "$OUT/olmo-1b-adamw-cuda/metrics.jsonl" <<'PY' 2>&1
+summary() {   # the step statistics of a run's metrics.jsonl, after 2 warm-up steps
+  python3 - "$1" <<'PY' 2>&1
 import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])][2:]   # after 2 warm-up steps
+rows = [json.loads(l) for l in open(sys.argv[1])][2:]
 t = sorted(r["step_time_s"] for r in rows)
 tok = rows[0]["tokens"] / rows[0]["step"]
 e = [r["energy_j"] for r in rows if "energy_j" in r]
-print("tokens/step %d, step p50 %.3f s p99 %.3f s max %.3f s, %.0f tok/s, MFU %.1f %%, optimizer %.1f %% of the step, %s"
-      % (tok, t[len(t) // 2], t[min(len(t) - 1, int(0.99 * len(t)))], t[-1], tok / statistics.median(t),
+print("tokens/step %d, step mean %.3f s p50 %.3f s p99 %.3f s max %.3f s (p99/p50 %.2f), %.0f tok/s, MFU %.1f %%, optimizer %.1f %% of the step, %s"
+      % (tok, statistics.mean(t), t[len(t) // 2], t[min(len(t) - 1, int(0.99 * len(t)))], t[-1],
+         t[min(len(t) - 1, int(0.99 * len(t)))] / t[len(t) // 2], tok / statistics.median(t),
          100 * statistics.median(r["mfu"] for r in rows), 100 * sum(r["optim_s"] for r in rows) / sum(t),
          "%.3f J/token" % (sum(e) / (tok * len(e))) if e else "no energy counter"))
 PY
-)"
+}
+train() {   # NAME CONFIG LIMIT_S [--set ...]: 20 steps, micro-batch 8 or else 4
+  local name=$1 config=$2 limit=$3
+  shift 3
+  for mb in 8 4; do
+    timeout "$limit" "$BIN/asteria-train" --config "$config" --set runtime.backend=cuda \
+      --set data.train="$OUT/tokens.bin" --set data.eval= --set run.dir="$OUT/$name" --set run.overwrite=true \
+      --set train.steps=20 --set train.warmup_steps=2 --set train.grad_accum=1 --set train.micro_batch=$mb \
+      --set checkpoint.enabled=false "$@" > "$OUT/$name.log" 2>&1 && break
+    log "$name at micro-batch $mb: rc $? ($(tail -1 "$OUT/$name.log"))"
+  done
+  log "$name: $(summary "$OUT/$name/metrics.jsonl")"
+}
+train olmo-1b-adamw-cuda configs/olmo-1b-adamw.yaml 150
+train olmo-1b-soap-native-cuda configs/olmo-1b-soap.yaml 200 --set runtime.mode=native
+train olmo-1b-soap-asteria-cuda configs/olmo-1b-soap.yaml 200 --set runtime.mode=asteria
 rm -f "$OUT/tokens.bin"
-log "SOAP native / asteria on the GPU: not run (SOAP on the CUDA backend is not built in this version)"
 log "done, status $status"
 exit $status

@@ -1,9 +1,10 @@
-// The CUDA entry points (core/backend.hpp, fsdp/nccl_communicator.hpp) in a build without the
+// The CUDA entry points (core/backend.hpp, fsdp/nccl_communicator.hpp, optim/block_backend.hpp) in a build without the
 // CUDA backend (-DASTERIA_CUDA=OFF, or AUTO without a toolkit). Not compiled when the backend is
 // built.
 #include "core/backend.hpp"
 #include "core/error.hpp"
 #include "fsdp/nccl_communicator.hpp"
+#include "optim/block_backend.hpp"
 
 namespace asteria {
 
@@ -22,6 +23,12 @@ std::unique_ptr<Communicator> make_nccl_communicator(Communicator&, int) {
   std::string why;
   cuda_backend_available(&why);
   fail("NCCL communicator: ", why);
+}
+
+const BlockBackend& cuda_block_backend() {
+  std::string why;
+  cuda_backend_available(&why);
+  fail("the second-order optimizer on the device: ", why);
 }
 
 }  // namespace asteria

@@ -88,9 +88,7 @@ void AdamW::step_layer(int layer, float* params, const float* grads, float grad_
 
 void AdamW::update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
                    int64_t step) {
-  const StateCopies here{comp, m_[layer].size() ? m_[layer].data() : nullptr, v_[layer].size() ? v_[layer].data() : nullptr};
-  step_copies(layer, here, params, grads, grad_scale, lr, step,
-              [](auto... args) { adamw_update(args...); });
+  update_with(layer, params, comp, grads, grad_scale, lr, step, [](auto... args) { adamw_update(args...); });
 }
 
 }  // namespace asteria

@@ -44,6 +44,15 @@ class AdamW final : public Optimizer {
   // optimizer that owns the compensation of the whole layer and gives this AdamW its 1-D part.
   void update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
               int64_t step);
+  // update() with `update_op`, an adamw_update of this AdamW's state memory (a device's when a
+  // device backend bound it).
+  template <class Update>
+  void update_with(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
+                   int64_t step, Update&& update_op) {
+    const StateCopies here{comp, m_[layer].size() ? m_[layer].data() : nullptr,
+                           v_[layer].size() ? v_[layer].data() : nullptr};
+    step_copies(layer, here, params, grads, grad_scale, lr, step, update_op);
+  }
 
   // Layer l's state tensors held elsewhere (the CUDA backend's device copies): where the
   // compensation (null when none), m and v are, from pointers in layer_states(l) order.

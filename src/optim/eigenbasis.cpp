@@ -13,33 +13,10 @@ namespace asteria {
 
 using namespace blockmath;
 
-namespace {
-
-// Q = the eigenvectors of the d x d factor F, eigenvalues descending, computed in `precision`
-// (fp32: straight from and into the fp32 state, retried in fp64 on failure); identity on failure.
-matfn::Status initial_basis(int64_t d, const float* F, float* Q, matfn::Precision precision) {
-  static thread_local matfn::Workspace ws;
-  matfn::Status s = matfn::Status::LapackError;
-  if (precision == matfn::Precision::Float32) s = matfn::eigenbasis_descending(static_cast<int>(d), F, Q, ws);
-  if (s != matfn::Status::Ok) {
-    static thread_local std::vector<double> a, q;
-    a.resize(d * d);
-    q.resize(d * d);
-    to_double(d * d, F, a.data());
-    s = matfn::eigenbasis_descending(static_cast<int>(d), a.data(), q.data(), ws);
-    if (s == matfn::Status::Ok) to_float(d * d, q.data(), Q);
-  }
-  if (s != matfn::Status::Ok)
-    for (int64_t i = 0; i < d * d; ++i) Q[i] = (i / d == i % d) ? 1.0f : 0.0f;
-  return s;
-}
-
-}  // namespace
-
 EigenbasisBlock::EigenbasisBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
-                                 std::vector<StateSpec> states, bool own_memory, bool sort, float init_left,
-                                 float init_right)
-    : BlockPreconditioner(std::move(name), rows, cols, p, std::move(states), own_memory),
+                                 std::vector<StateSpec> states, bool own_memory, const BlockBackend& backend,
+                                 bool sort, float init_left, float init_right)
+    : BlockPreconditioner(std::move(name), rows, cols, p, std::move(states), own_memory, backend),
       sort_(sort), init_left_(init_left), init_right_(init_right) {}
 
 void EigenbasisBlock::before_refresh(const float* G) {
@@ -50,11 +27,11 @@ void EigenbasisBlock::before_refresh(const float* G) {
     return;
   }
   const int64_t m = rows_, n = cols_;
-  accumulate_left(G, m, n, 0.0f, init_left_, L_.data());
-  accumulate_right(G, m, n, 0.0f, init_right_, R_.data());
+  backend_.accumulate_left(G, m, n, 0.0f, init_left_, L_.data());
+  backend_.accumulate_right(G, m, n, 0.0f, init_right_, R_.data());
   RefreshJob status_only;
-  status_only.status = initial_basis(m, L_.data(), QL_.data(), p_.refresh_dtype);
-  const matfn::Status right = initial_basis(n, R_.data(), QR_.data(), p_.refresh_dtype);
+  status_only.status = backend_.initial_eigenbasis(m, L_.data(), QL_.data(), p_.refresh_dtype);
+  const matfn::Status right = backend_.initial_eigenbasis(n, R_.data(), QR_.data(), p_.refresh_dtype);
   if (status_only.status == matfn::Status::Ok) status_only.status = right;
   if (status_only.status != matfn::Status::Ok) publish(status_only);  // counted like any failure
   initialized_ = true;
@@ -70,10 +47,10 @@ void EigenbasisBlock::snapshot(RefreshJob& job) const {
   job.right.resize(n * n);
   job.left_basis.resize(m * m);
   job.right_basis.resize(n * n);
-  to_double(m * m, L_.data(), job.left.data());
-  to_double(n * n, R_.data(), job.right.data());
-  to_double(m * m, QL_.data(), job.left_basis.data());
-  to_double(n * n, QR_.data(), job.right_basis.data());
+  backend_.to_host_double(L_.data(), m * m, job.left.data());
+  backend_.to_host_double(R_.data(), n * n, job.right.data());
+  backend_.to_host_double(QL_.data(), m * m, job.left_basis.data());
+  backend_.to_host_double(QR_.data(), n * n, job.right_basis.data());
   job.base_left_perm.clear();
   job.base_right_perm.clear();
 }
@@ -115,8 +92,10 @@ void EigenbasisBlock::continue_from(const RefreshJob& kept, RefreshJob& job) con
 }
 
 void EigenbasisBlock::snapshot_installed(RefreshJob& job) const {
-  job.installed_left.assign(QL_.data(), QL_.data() + rows_ * rows_);
-  job.installed_right.assign(QR_.data(), QR_.data() + cols_ * cols_);
+  job.installed_left.resize(rows_ * rows_);
+  job.installed_right.resize(cols_ * cols_);
+  backend_.to_host(job.installed_left.data(), QL_.data(), job.installed_left.size());
+  backend_.to_host(job.installed_right.data(), QR_.data(), job.installed_right.size());
 }
 
 double EigenbasisBlock::refresh_change(const RefreshJob& job) const {
@@ -148,8 +127,8 @@ double EigenbasisBlock::refresh_change(const RefreshJob& job) const {
 }
 
 void EigenbasisBlock::install(const RefreshJob& job) {
-  to_float(rows_ * rows_, job.left_basis.data(), QL_.data());
-  to_float(cols_ * cols_, job.right_basis.data(), QR_.data());
+  backend_.from_host_double(QL_.data(), job.left_basis.data(), rows_ * rows_);
+  backend_.from_host_double(QR_.data(), job.right_basis.data(), cols_ * cols_);
 }
 
 }  // namespace asteria

@@ -32,7 +32,8 @@ class EigenbasisBlock : public BlockPreconditioner {
   // init_left / init_right scale the first call's G G^T and G^T G.
   // states: L, R, Q_L, Q_R first (preconditioner_state_specs), then the algorithm's own.
   EigenbasisBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
-                  std::vector<StateSpec> states, bool own_memory, bool sort, float init_left, float init_right);
+                  std::vector<StateSpec> states, bool own_memory, const BlockBackend& backend, bool sort,
+                  float init_left, float init_right);
   // One counted step (t_ already incremented).
   virtual void update(const float* G) = 0;
   // After the first call set the factors and bases.

@@ -13,7 +13,7 @@ using namespace blockmath;
 KLShampooBlock::KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
                                bool own_memory)
     : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs("kl_shampoo", name, rows, cols), own_memory,
-                      /*sort=*/false, static_cast<float>((1.0 - p.shampoo_beta) / static_cast<double>(cols)),
+                      host_block_backend(), /*sort=*/false, static_cast<float>((1.0 - p.shampoo_beta) / static_cast<double>(cols)),
                       static_cast<float>((1.0 - p.shampoo_beta) / static_cast<double>(rows))),
       ldiag_(rows), rdiag_(cols) {}
 
@@ -57,7 +57,7 @@ void KLShampooBlock::update(const float* G) {
       const float s = dL[i] * dR[j];
       P[i * n + j] *= s / (1.0f + s * damping);
     }
-  from_basis(QL_.data(), P, QR_.data(), m, n, tmp1, direction_.data());
+  from_basis(QL_.data(), P, QR_.data(), m, n, tmp1, direction_data());
 
   // Statistics, all from the current basis and estimates.
   float* C = tmp1;   // Q_L^T G

@@ -11,8 +11,10 @@ namespace asteria {
 
 BlockPreconditioner::BlockPreconditioner(std::string name, int64_t rows, int64_t cols,
                                          const PreconditionerParams& p, std::vector<StateSpec> states,
-                                         bool own_memory)
-    : name_(std::move(name)), rows_(rows), cols_(cols), p_(p), direction_(static_cast<size_t>(rows * cols)) {
+                                         bool own_memory, const BlockBackend& backend)
+    : name_(std::move(name)), rows_(rows), cols_(cols), p_(p), backend_(backend),
+      direction_(backend.on_device() ? 0 : static_cast<size_t>(rows * cols)) {
+  ASTERIA_ASSERT(!(own_memory && backend.on_device()), "a device backend's block state is bound by its owner");
   states_.reserve(states.size());
   for (StateSpec& s : states) states_.emplace_back(std::move(s));
   if (own_memory) own_memory_.bind(this->states());
@@ -42,7 +44,7 @@ PreconditionerBytes bytes_by_kind(size_t n, SpecAt spec_at, size_t direction_flo
 
 PreconditionerBytes BlockPreconditioner::state_bytes() const {
   return bytes_by_kind(states_.size(), [&](size_t i) -> const StateSpec& { return states_[i].spec(); },
-                       direction_.size());
+                       static_cast<size_t>(rows_ * cols_));
 }
 
 void BlockPreconditioner::publish(const RefreshJob& job) {
@@ -135,9 +137,12 @@ PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t r
 
 std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
                                                          int64_t rows, int64_t cols,
-                                                         const PreconditionerParams& p, bool own_memory) {
+                                                         const PreconditionerParams& p, bool own_memory,
+                                                         const BlockBackend& backend) {
+  if (algorithm == "soap") return std::make_unique<SoapBlock>(std::move(name), rows, cols, p, own_memory, backend);
+  ASTERIA_CHECK(!backend.on_device(), "the ", algorithm,
+                " preconditioner runs on the host only in this version (on the device: soap)");
   if (algorithm == "shampoo") return std::make_unique<ShampooBlock>(std::move(name), rows, cols, p, own_memory);
-  if (algorithm == "soap") return std::make_unique<SoapBlock>(std::move(name), rows, cols, p, own_memory);
   if (algorithm == "kl_shampoo")
     return std::make_unique<KLShampooBlock>(std::move(name), rows, cols, p, own_memory);
   fail("unknown preconditioner '", algorithm, "'");

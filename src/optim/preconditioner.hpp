@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "optim/block_backend.hpp"
 #include "optim/matrix_functions.hpp"
 #include "optim/state_tensor.hpp"
 
@@ -116,9 +117,10 @@ std::vector<StateSpec> preconditioner_state_specs(const std::string& algorithm, 
 
 class BlockPreconditioner {
  public:
-  // own_memory: bind the state to memory of its own; else whoever calls states() binds it.
+  // own_memory: bind the state to memory of its own; else whoever calls states() binds it (to
+  // the backend's memory: a device backend's state is always bound by its owner).
   BlockPreconditioner(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
-                      std::vector<StateSpec> states, bool own_memory);
+                      std::vector<StateSpec> states, bool own_memory, const BlockBackend& backend);
   virtual ~BlockPreconditioner() = default;
 
   const std::string& name() const { return name_; }
@@ -139,7 +141,10 @@ class BlockPreconditioner {
   void compute_refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const;
   virtual void after_refresh(const float* G) = 0;
   virtual bool has_direction() const = 0;
-  const float* direction() const { return direction_.data(); }
+  // In the backend's memory. A device backend keeps it in the thread's scratch: valid until the
+  // thread steps another block.
+  const float* direction() const { return const_cast<BlockPreconditioner*>(this)->direction_data(); }
+  const BlockBackend& backend() const { return backend_; }
   PreconditionerBytes state_bytes() const;
   // The block's state tensors (preconditioner_state_specs order); pointers stay valid.
   std::vector<StateTensor*> states();
@@ -183,12 +188,17 @@ class BlockPreconditioner {
   // Part `part` of the refresh; job.status is Ok on entry.
   virtual void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const = 0;
   StateTensor& state(size_t i) { return states_[i]; }
+  float* direction_data() {
+    return backend_.on_device() ? backend_.scratch(BlockBackend::kDirectionSlot, static_cast<size_t>(rows_ * cols_))
+                                : direction_.data();
+  }
   std::string name_;
   int64_t rows_, cols_;
   PreconditionerParams p_;
-  Buffer<float> direction_;   // rows x cols
+  const BlockBackend& backend_;
 
  private:
+  Buffer<float> direction_;   // rows x cols (host backend only)
   std::vector<StateTensor> states_;   // never resized after construction (derived classes refer to them)
   OwnedStateMemory own_memory_;
   int failures_ = 0;
@@ -198,9 +208,12 @@ class BlockPreconditioner {
 // Bytes a block of this algorithm would hold, without allocating it.
 PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
 
+// A device backend runs SOAP only in this version (Shampoo's and KL-Shampoo's per-step work is
+// host code): the others are refused with the reason.
 std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
                                                          int64_t rows, int64_t cols,
                                                          const PreconditionerParams& p,
-                                                         bool own_memory = true);
+                                                         bool own_memory = true,
+                                                         const BlockBackend& backend = host_block_backend());
 
 }  // namespace asteria

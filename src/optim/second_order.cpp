@@ -16,8 +16,8 @@ struct SecondOrderOptimizer::ThreadScratch {
 };
 
 SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers,
-                                           bool own_memory)
-    : p_(p), comp_(p.compensated, layers, own_memory) {
+                                           bool own_memory, const BlockBackend& backend)
+    : p_(p), backend_(backend), comp_(p.compensated, layers, own_memory) {
   size_t max_block = 0;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     blocks_.push_back(layer_blocks(l, layers[l], p.max_preconditioner_dim, p.precondition_embeddings));
@@ -25,7 +25,7 @@ SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std
     for (const ParamEntry& e : layers[l].entries) entry_names_.back().push_back(e.name);
     std::vector<std::unique_ptr<BlockPreconditioner>> pcs;
     for (const MatrixBlock& b : blocks_.back()) {
-      pcs.push_back(make_preconditioner(p.algorithm, b.name, b.rows, b.cols, p.precond, own_memory));
+      pcs.push_back(make_preconditioner(p.algorithm, b.name, b.rows, b.cols, p.precond, own_memory, backend));
       max_block = std::max(max_block, static_cast<size_t>(b.rows * b.cols));
     }
     precond_.push_back(std::move(pcs));
@@ -41,7 +41,7 @@ SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std
       own_memory);
   for (int t = 0; t < omp_get_max_threads(); ++t) {
     scratch_.push_back(std::make_unique<ThreadScratch>());
-    scratch_.back()->grad.resize(max_block);
+    if (!backend.on_device()) scratch_.back()->grad.resize(max_block);   // a device's is backend scratch
   }
 }
 
@@ -136,7 +136,12 @@ void SecondOrderOptimizer::restore_counters(const std::vector<OptimizerCounters>
 void SecondOrderOptimizer::step_layer(int layer, float* params, const float* grads, float grad_scale,
                                       double lr, int64_t step) {
   float* comp = comp_.layer(layer);
-  adamw_->update(layer, params, comp, grads, grad_scale, lr, step);
+  if (backend_.on_device()) {
+    adamw_->update_with(layer, params, comp, grads, grad_scale, lr, step,
+                        [this](auto... args) { backend_.adamw_update(args...); });
+  } else {
+    adamw_->update(layer, params, comp, grads, grad_scale, lr, step);
+  }
   const int nb = static_cast<int>(blocks_[layer].size());
   const BlockStep bs{layer, params, comp, grads, grad_scale, static_cast<float>(lr),
                      static_cast<float>(lr * p_.weight_decay), step};
@@ -153,8 +158,10 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
     if (due >= omp_get_max_threads()) after_loop_.assign(static_cast<size_t>(nb), 0);
   }
   // An exception cannot leave an OpenMP region: the first one is kept and rethrown after it.
+  // A device backend's blocks go one after another on this thread's stream.
   std::exception_ptr error;
-#pragma omp parallel for schedule(dynamic, 1)
+  const bool host = !backend_.on_device();
+#pragma omp parallel for schedule(dynamic, 1) if (host)
   for (int bi = 0; bi < nb; ++bi) {
     if (after_loop_[bi]) continue;
     try {
@@ -172,17 +179,9 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
 void SecondOrderOptimizer::step_block(const BlockStep& bs, int bi, ThreadScratch& s) {
   const int layer = bs.layer;
   const MatrixBlock& b = blocks_[layer][bi];
-  float* G = s.grad.data();
-  bool finite = true;
-  for (int64_t i = 0; i < b.rows; ++i) {
-    const float* src = bs.grads + b.offset + i * b.ld;
-    float* dst = G + i * b.cols;
-    for (int64_t j = 0; j < b.cols; ++j) {
-      dst[j] = src[j] * bs.grad_scale;
-      finite &= std::isfinite(dst[j]);
-    }
-  }
-  if (!finite) {
+  float* G = backend_.on_device() ? backend_.scratch(BlockBackend::kGradientSlot, static_cast<size_t>(b.rows * b.cols))
+                                  : s.grad.data();
+  if (!backend_.scaled_copy_finite(bs.grads + b.offset, b.ld, b.rows, b.cols, bs.grad_scale, G)) {
     int& skipped = skipped_in_a_row_[layer][bi];
     if (++skipped > p_.precond.max_failures)
       fail("gradient of ", b.name, " was non-finite ", skipped, " steps in a row; optim.max_failures is ",
@@ -195,32 +194,9 @@ void SecondOrderOptimizer::step_block(const BlockStep& bs, int bi, ThreadScratch
   const bool due = pc.has_direction() && schedule_.due(layer, bi, bs.step);
   policy_->at_refresh_point(layer, bi, pc, bs.step, due, s.job, s.ws);
   pc.after_refresh(G);
-  if (pc.has_direction()) apply_update(bs, b, pc.direction());
-}
-
-void SecondOrderOptimizer::apply_update(const BlockStep& bs, const MatrixBlock& b, const float* D) const {
-  const float lr = bs.lr, lr_wd = bs.lr_wd;
-  const bool decay_first = p_.algorithm == "shampoo";
-  for (int64_t i = 0; i < b.rows; ++i) {
-    float* w = bs.params + b.offset + i * b.ld;
-    float* c = bs.comp ? bs.comp + b.offset + i * b.ld : nullptr;
-    const float* d = D + i * b.cols;
-    if (decay_first && c) {
-      for (int64_t j = 0; j < b.cols; ++j) compensated_add(w[j], c[j], -(lr * d[j] + lr_wd * w[j]));
-    } else if (decay_first) {
-      for (int64_t j = 0; j < b.cols; ++j) w[j] -= lr * d[j] + lr_wd * w[j];
-    } else if (c) {
-      for (int64_t j = 0; j < b.cols; ++j) {
-        compensated_add(w[j], c[j], -lr * d[j]);
-        compensated_add(w[j], c[j], -lr_wd * w[j]);
-      }
-    } else {
-      for (int64_t j = 0; j < b.cols; ++j) {
-        const float stepped = w[j] - lr * d[j];
-        w[j] = stepped - lr_wd * stepped;
-      }
-    }
-  }
+  if (pc.has_direction())
+    backend_.apply_update(bs.params + b.offset, bs.comp ? bs.comp + b.offset : nullptr, b.ld, pc.direction(), b.rows,
+                          b.cols, bs.lr, bs.lr_wd, /*decay_first=*/p_.algorithm == "shampoo");
 }
 
 }  // namespace asteria

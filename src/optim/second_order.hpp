@@ -14,6 +14,12 @@
 //     SOAP, KL-Shampoo (decay after the update):  W' = W - lr * D;  W <- W' - lr * wd * W'
 //   both as decrements (lr * wd rounded to fp32 once, never the factor 1 - lr * wd), compensated
 //   when `compensated` (update_compensation.hpp).
+//
+// On a device backend (block_backend.hpp; SOAP only in this version) the same steps run on the
+// device, one block after another on the calling thread's stream (the device is the parallel
+// part); refresh jobs stay host memory, so the refresh policies (inline, or the shadow
+// pipeline's host workers) work unchanged. Its state tensors are bound by the owner (own_memory
+// false) to device memory.
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,7 +46,8 @@ struct SecondOrderParams {
 
 class SecondOrderOptimizer final : public Optimizer {
  public:
-  SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers, bool own_memory = true);
+  SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers, bool own_memory = true,
+                       const BlockBackend& backend = host_block_backend());
   ~SecondOrderOptimizer() override;
   void step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                   int64_t step) override;
@@ -81,8 +88,8 @@ class SecondOrderOptimizer final : public Optimizer {
     int64_t step;
   };
   void step_block(const BlockStep& bs, int block, ThreadScratch& scratch);
-  void apply_update(const BlockStep& bs, const MatrixBlock& b, const float* D) const;
   SecondOrderParams p_;
+  const BlockBackend& backend_;
   std::vector<std::vector<MatrixBlock>> blocks_;
   std::vector<std::vector<std::string>> entry_names_;   // [layer][entry]: the parameter tensors'
   std::string block_key(int layer, int block) const;    // "optim/blocks/<tensor>/<row0>_<col0>"

@@ -12,7 +12,8 @@ using namespace blockmath;
 
 ShampooBlock::ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
                            bool own_memory)
-    : BlockPreconditioner(name, rows, cols, p, preconditioner_state_specs("shampoo", name, rows, cols), own_memory) {}
+    : BlockPreconditioner(name, rows, cols, p, preconditioner_state_specs("shampoo", name, rows, cols), own_memory,
+                          host_block_backend()) {}
 
 void ShampooBlock::before_refresh(const float* G) {
   ++t_;
@@ -93,7 +94,7 @@ void ShampooBlock::after_refresh(const float*) {
   const float eps = static_cast<float>(p_.eps);
   const float* M = M_.data();
   const float* V = V_.data();
-  float* D = direction_.data();
+  float* D = direction_data();
   const bool graft = p_.grafting == Grafting::Adam;
   float* tmp = thread_scratch(0, static_cast<size_t>(mn));
   // The Adam (grafting) direction and its norm.

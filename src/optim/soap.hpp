@@ -17,7 +17,8 @@ namespace asteria {
 
 class SoapBlock final : public EigenbasisBlock {
  public:
-  SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p, bool own_memory = true);
+  SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p, bool own_memory = true,
+            const BlockBackend& backend = host_block_backend());
 
   // For tests: the moments in the basis.
   const float* first_moment() const { return M_.data(); }

@@ -12,6 +12,7 @@
 #include "optim/adamw.hpp"
 #include "optim/sum_of_squares.hpp"
 #include "train/config.hpp"
+#include "train/optimizer_factory.hpp"
 #endif
 
 namespace asteria {
@@ -26,10 +27,20 @@ std::unique_ptr<Backend> open_device() {
   return make_cuda_backend(0);
 }
 
-AdamW& as_adamw(Optimizer& o) {
-  auto* a = dynamic_cast<AdamW*>(&o);
-  ASTERIA_CHECK(a, "runtime.backend cuda: the optimizer on the device is AdamW only in this version");
-  return *a;
+// The device's SOAP: the host optimizer's twin on the CUDA block backend (its state is bound to
+// device memory by CudaTraining).
+std::unique_ptr<SecondOrderOptimizer> device_twin(const Config& cfg, const Model<float>& image, Optimizer& host) {
+  auto* so = dynamic_cast<SecondOrderOptimizer*>(&host);
+  if (!so) {
+    ASTERIA_CHECK(dynamic_cast<AdamW*>(&host), "runtime.backend cuda: the optimizer on the device is AdamW or SOAP");
+    return nullptr;
+  }
+  ASTERIA_CHECK(so->algorithm() == "soap", "runtime.backend cuda: ", so->algorithm(),
+                " on the device is not built yet (AdamW or SOAP)");
+  std::vector<ParamTable> tables;
+  for (int l = 0; l < image.num_layers(); ++l) tables.push_back(image.table(l));
+  return std::make_unique<SecondOrderOptimizer>(second_order_params(cfg.optim, cfg.runtime.staggered()), tables,
+                                                /*own_memory=*/false, cuda_block_backend());
 }
 
 // Ops: CudaOps (runtime.precision fp32) or CudaBf16Ops (bf16).
@@ -39,20 +50,26 @@ class CudaTraining final : public DeviceTraining {
   CudaTraining(const Config& cfg, Model<float>& image, Optimizer& opt)
       : backend_(open_device()),
         image_(image),
-        adamw_(as_adamw(opt)),
-        model_(cfg.model, cfg.train.micro_batch, Model<float, Ops>::Storage::Owned, cfg.train.checkpointing()) {
+        host_opt_(opt),
+        model_(cfg.model, cfg.train.micro_batch, Model<float, Ops>::Storage::Owned, cfg.train.checkpointing()),
+        second_order_(device_twin(cfg, image, opt)) {
     state_.resize(model_.num_layers());
     for (int l = 0; l < model_.num_layers(); ++l) {
-      CudaOps::to_device(model_.params(l), image_.params(l), image_.table(l).numel);
       LayerState& s = state_[l];
-      s.host = adamw_.layer_states(l);
+      s.host = host_opt_.layer_states(l);
+      const std::vector<StateTensor*> twin = second_order_ ? second_order_->layer_states(l) : std::vector<StateTensor*>{};
+      ASTERIA_ASSERT(!second_order_ || twin.size() == s.host.size(), "the device optimizer's layer ", l, " has ",
+                     twin.size(), " state tensors, the host's ", s.host.size());
       std::vector<float*> copies;
-      for (StateTensor* t : s.host) {
-        s.copies.emplace_back(t->size());
-        CudaOps::to_device(s.copies.back().data(), t->data(), t->size());
+      for (size_t i = 0; i < s.host.size(); ++i) {
+        s.copies.emplace_back(s.host[i]->size());
         copies.push_back(s.copies.back().data());
+        if (second_order_) {
+          ASTERIA_ASSERT(twin[i]->size() == s.host[i]->size(), "state '", twin[i]->spec().name, "' differs in size");
+          twin[i]->bind(copies.back());
+        }
       }
-      s.where = AdamW::state_copies(copies);
+      if (!second_order_) s.where = AdamW::state_copies(copies);
     }
   }
 
@@ -95,9 +112,22 @@ class CudaTraining final : public DeviceTraining {
 
   void optim_step(int l, float grad_scale, double lr, int64_t step) override {
     float* g = model_.grads(l);
-    adamw_.step_copies(l, state_[l].where, model_.params(l), g, grad_scale, lr, step,
-                       [](auto... args) { cuda::adamw_update(args...); });
+    if (second_order_)
+      second_order_->step_layer(l, model_.params(l), g, grad_scale, lr, step);
+    else
+      static_cast<AdamW&>(host_opt_).step_copies(l, state_[l].where, model_.params(l), g, grad_scale, lr, step,
+                                                 [](auto... args) { cuda::adamw_update(args...); });
     CudaOps::zero(g, model_.table(l).numel);
+    cuda::synchronize_current_stream();
+  }
+
+  void upload() override {
+    for (int l = 0; l < model_.num_layers(); ++l) {
+      CudaOps::to_device(model_.params(l), image_.params(l), image_.table(l).numel);
+      LayerState& s = state_[l];
+      for (size_t i = 0; i < s.host.size(); ++i) CudaOps::to_device(s.copies[i].data(), s.host[i]->data(), s.host[i]->size());
+    }
+    if (second_order_) second_order_->restore_counters(host_opt_.counters());
     cuda::synchronize_current_stream();
   }
 
@@ -107,22 +137,27 @@ class CudaTraining final : public DeviceTraining {
       const LayerState& s = state_[l];
       for (size_t i = 0; i < s.host.size(); ++i) CudaOps::to_host(s.host[i]->data(), s.copies[i].data(), s.host[i]->size());
     }
+    if (second_order_) host_opt_.restore_counters(second_order_->counters());
   }
+
+  SecondOrderOptimizer* second_order() override { return second_order_.get(); }
 
   std::optional<double> energy_j() const override { return energy_.joules(); }
 
  private:
-  // One device copy of each of a layer's state tensors (the optimizer's layer_states order).
+  // One device copy of each of a layer's state tensors (the optimizer's layer_states order); the
+  // device SOAP's state tensors are bound to them.
   struct LayerState {
     std::vector<cuda::DeviceBuffer<float>> copies;
     std::vector<StateTensor*> host;
-    AdamW::StateCopies where;   // the copies' roles
+    AdamW::StateCopies where;   // AdamW: the copies' roles
   };
 
   std::unique_ptr<Backend> backend_;   // first: opening it is what fails without a device
   Model<float>& image_;
-  AdamW& adamw_;
+  Optimizer& host_opt_;
   Model<float, Ops> model_;
+  std::unique_ptr<SecondOrderOptimizer> second_order_;   // SOAP on the device (null: AdamW)
   std::vector<LayerState> state_;
   NvmlEnergy energy_{0};
 };

@@ -1,16 +1,20 @@
 #pragma once
 // The CUDA backend's side of a training run (runtime.backend cuda; DESIGN.md "Backends"): the
 // model on the device (Model<float, CudaOps>: parameters, gradients and activations in device
-// memory) and AdamW's update on device copies of its state, the same adamw_update operations
-// over the same ranges as the CPU's (AdamW::step_copies).
+// memory) and the optimizer's step on device copies of its state:
+//   AdamW  the same adamw_update operations over the same ranges as the CPU's (AdamW::step_copies);
+//   SOAP   a SecondOrderOptimizer on the CUDA block backend (optim/block_backend.hpp): the
+//          per-step work (statistics, basis changes, Adam in the eigenbasis, the update) on the
+//          device; refreshes on the host from snapshots of the device state, inline (native) or
+//          on the shadow pipeline's host workers (asteria), published back into device memory.
 //
 // The trainer's host model (Storage::Image: parameters only) and its optimizer stay the run's
-// image: the device starts from them (so a resume restores into them first), and checkpoints and
-// the final parameters are read from them after download(). Everything else the trainer has
-// (plan, executor, data, metrics, checkpoints) is the CPU run's, unchanged.
+// image: the device starts from them at upload() (after a resume restored into them), and
+// checkpoints and the final parameters are read from them after download(). Everything else the
+// trainer has (plan, executor, data, metrics, checkpoints) is the CPU run's, unchanged.
 //
-// This version: one rank, AdamW, fp32 values with the linear layers' GEMMs on fp32 or (runtime.precision
-// bf16, the default) bf16 operands, the legacy default stream (config.cpp
+// This version: one rank, AdamW or SOAP, fp32 values with the linear layers' GEMMs on fp32 or
+// (runtime.precision bf16, the default) bf16 operands, the legacy default stream (config.cpp
 // check_supported refuses what it does not cover, with the reason).
 #include <cstdint>
 #include <memory>
@@ -19,6 +23,7 @@
 
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
+#include "optim/second_order.hpp"
 
 namespace asteria {
 
@@ -47,14 +52,20 @@ class DeviceTraining {
   virtual double grad_sum_of_squares(int l) = 0;
   virtual void optim_step(int l, float grad_scale, double lr, int64_t step) = 0;
 
-  // The device's parameters and optimizer state into the image; returns when they are there.
+  // The image's parameters and optimizer state (with its counters) onto the device, and back
+  // into the image; each returns when the copy is complete.
+  virtual void upload() = 0;
   virtual void download() = 0;
+  // The optimizer that steps on the device when it is a second-order one (the shadow pipeline
+  // snapshots and publishes its blocks), else null.
+  virtual SecondOrderOptimizer* second_order() = 0;
   // Energy the device used since its driver loaded (NVML), when it has the counter.
   virtual std::optional<double> energy_j() const = 0;
 };
 
-// Uploads the image. Throws, naming the reason, when this build has no CUDA backend, no device
-// can be opened, the optimizer is not AdamW, or the device memory is short.
+// Allocates the device side (upload() fills it). Throws, naming the reason, when this build has
+// no CUDA backend, no device can be opened, the optimizer is neither AdamW nor SOAP, or the
+// device memory is short.
 std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer);
 
 }  // namespace asteria

@@ -222,6 +222,12 @@ struct Trainer::Impl {
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     // The whole model's block indices and (staggered) refresh schedule for a rank's blocks.
     if (second_order && sharding->sharded()) second_order->follow_whole_model(tables);
+    // On the GPU the device side is allocated now and filled after the restore below; a
+    // second-order optimizer's refreshes are then the device twin's (snapshots of device state).
+    if (cfg.runtime.backend == "cuda") {
+      device = make_device_training(cfg, *model, *optimizer);
+      if (second_order) second_order = device->second_order();
+    }
     if (cfg.runtime.mode == "asteria" && second_order) {
       if (shadow_lane(cfg) == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
       // Replicas of this rank's blocks (fsdp none, or hybrid across nodes): one owner computes each.
@@ -261,7 +267,7 @@ struct Trainer::Impl {
     bind_handlers();
     if (!resume_dir.empty()) resumed = checkpointer->restore(resume_dir);
     // After the restore: the device starts from the image as restored.
-    if (cfg.runtime.backend == "cuda") device = make_device_training(cfg, *model, *optimizer);
+    if (device) device->upload();
     // Every rank has checked everything before rank 0 writes anything into run.dir.
     comm->barrier("the ranks' startup checks");
   }

@@ -1,7 +1,7 @@
 // Training on the CUDA backend (runtime.backend cuda, train/device_training.hpp) against the CPU:
-// the tiny model with AdamW for 50 steps follows the CPU's loss curve (fp32: within rounding
-// order; bf16 GEMM operands: within bf16 rounding), and a run stopped at a
-// checkpoint and resumed on the device ends with the bits of a straight run. Skipped without a
+// the tiny model with AdamW and with SOAP (native and asteria) for 50 steps follows the CPU's loss
+// curve (fp32: within rounding order; bf16 GEMM operands: within bf16 rounding), and a run
+// stopped at a checkpoint and resumed on the device ends with the bits of a straight run. Skipped without a
 // device. Tolerance of the curve: both sides are fp32 (no TF32), so they differ by summation
 // order only (~1e-6 relative per op); 50 steps of AdamW at lr 1e-2 amplify that, and 1e-3
 // relative per step still tells a wrong update or gradient (those are off by percents at once).
@@ -66,6 +66,37 @@ TEST_F(TrainOnCuda, Bf16FollowsTheCpuLossCurveWithinBf16Rounding) {
   const std::vector<double> a = losses("cpu"), b = losses("bf16");
   ASSERT_EQ(b.size(), a.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 3e-2 * a[i]) << "step " << i + 1;
+}
+
+// SOAP on the device (the CUDA block backend), with its refreshes computed on the host inline
+// (native) and on the shadow pipeline's host workers (asteria), against SOAP on the CPU in the
+// same mode. fp32 on both sides; the eigenbases come from factors that differ by summation order,
+// and a QR refresh of a nearly degenerate factor turns its basis within the degenerate space,
+// which Adam in the basis does not see at first order: 5e-3 relative per step allows that over 50
+// steps and still catches a wrong basis change, moment or install (those leave the loss near
+// ln 512 or make it diverge).
+TEST_F(TrainOnCuda, SoapFollowsTheCpuLossCurveInBothModes) {
+  for (const std::string mode : {"native", "asteria"}) {
+    const std::vector<std::string> soap = {"optim.name=soap", "runtime.mode=" + mode, "runtime.precision=fp32"};
+    Trainer(config("cpu", "cpu-" + mode, {"optim.name=soap", "runtime.mode=" + mode})).run();
+    const TrainResult gpu = Trainer(config("cuda", "cuda-" + mode, soap)).run();
+    const std::vector<double> a = losses("cpu-" + mode), b = losses("cuda-" + mode);
+    ASSERT_EQ(b.size(), a.size()) << mode;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 5e-3 * a[i]) << mode << " step " << i + 1;
+    EXPECT_LT(gpu.final_loss, 0.5 * std::log(512.0)) << mode;
+  }
+}
+
+// A SOAP run on the device stopped at a checkpoint with refreshes in flight (asteria) and resumed
+// ends with a straight run's bits: the image, its counters and the in-flight jobs carry it all.
+TEST_F(TrainOnCuda, SoapStoppedAndResumedEqualsStraightBitForBit) {
+  const std::vector<std::string> soap = {"optim.name=soap", "runtime.mode=asteria"};
+  const std::vector<float> straight = testing::train_params(config("cuda", "soap-straight", soap));
+  std::vector<std::string> first = soap, second = soap;
+  first.insert(first.end(), {"checkpoint.every=23", "train.stop_after=23"});
+  second.insert(second.end(), {"checkpoint.every=23", "checkpoint.resume=latest"});
+  Trainer(config("cuda", "soap-resumed", first)).run();
+  EXPECT_TRUE(testing::same_bits(testing::train_params(config("cuda", "soap-resumed", second)), straight));
 }
 
 TEST_F(TrainOnCuda, StoppedAndResumedEqualsStraightBitForBit) {

@@ -24,15 +24,20 @@ Config tiny(const TempDir& dir, const std::string& optimizer) {
 
 }  // namespace
 
-TEST(BackendChoice, CudaWithASecondOrderOptimizerIsRefusedNamingIt) {
-  TempDir dir("backend-soap");
-  try {
-    check_supported(tiny(dir, "soap"));
-    FAIL() << "soap on runtime.backend cuda was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("runtime.backend cuda trains with optim.name adamw only"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("soap"), std::string::npos) << e.what();
+TEST(BackendChoice, CudaWithShampooOrKLShampooIsRefusedNamingIt) {
+  TempDir dir("backend-second-order");
+  for (const std::string optimizer : {"shampoo", "kl_shampoo"}) {
+    try {
+      check_supported(tiny(dir, optimizer));
+      FAIL() << optimizer << " on runtime.backend cuda was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("runtime.backend cuda trains with optim.name adamw or soap only"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(optimizer), std::string::npos) << e.what();
+    }
   }
+  EXPECT_NO_THROW(check_supported(tiny(dir, "soap")));
 }
 
 TEST(BackendChoice, CudaWithoutADeviceExitsNonZeroBeforeWritingTheRun) {

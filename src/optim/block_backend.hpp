@@ -1,0 +1,85 @@
+#pragma once
+// Where a second-order optimizer's block state lives and where its per-step work runs: the host
+// (host_block_backend(): the reference, the CPU run's code) or a CUDA device
+// (cuda_block_backend(): the state tensors bound to device memory, the work on the calling
+// thread's current stream, as the model's ops do on runtime.backend cuda).
+//
+// The preconditioners (preconditioner.hpp) and the optimizer over them (second_order.hpp) keep
+// their logic (counters, schedule, refresh jobs, failure rules) in one place and call a backend
+// for everything that touches state memory. A refresh's computation stays on the host either
+// way: a job is fp64 host memory (snapshot() reads the state through the backend, publish()
+// writes it back), so the host workers of runtime.mode asteria compute for a device run exactly
+// what they compute for a CPU run.
+//
+// Contracts of the device ops: pointers are the backend's memory; everything is queued on the
+// calling thread's current stream and ordered there, except what returns a value or fills host
+// memory, which returns when the value is there. Scratch is per thread (thread_scratch.hpp's
+// contract) in the backend's memory.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "optim/adamw_update.hpp"
+#include "optim/matrix_functions.hpp"
+
+namespace asteria {
+
+class BlockBackend {
+ public:
+  virtual ~BlockBackend() = default;
+  // Whether the memory is a device's: host code may not touch it.
+  virtual bool on_device() const = 0;
+
+  // Scratch slots: 0-3 the algorithms' temporaries (thread_scratch.hpp); a device backend also
+  // has the dense gradient block and the direction, which the host keeps per block.
+  static constexpr int kGradientSlot = 4, kDirectionSlot = 5, kSlots = 6;
+  virtual float* scratch(int slot, size_t count) const = 0;
+
+  // Host <-> backend copies (host: memcpy), and fp64 host arrays in and out (the refresh jobs).
+  virtual void to_host(float* host, const float* x, size_t n) const = 0;
+  virtual void from_host(float* x, const float* host, size_t n) const = 0;
+  virtual void to_host_double(const float* x, size_t n, double* host) const = 0;
+  virtual void from_host_double(float* x, const double* host, size_t n) const = 0;
+  virtual void copy(float* dst, const float* src, size_t n) const = 0;   // within the backend's memory
+
+  // dst (rows x cols, dense) = scale * src (rows x cols with row stride ld); whether every
+  // value of dst is finite.
+  virtual bool scaled_copy_finite(const float* src, int64_t ld, int64_t rows, int64_t cols, float scale,
+                                  float* dst) const = 0;
+  virtual void scale(float* x, size_t n, float s) const = 0;
+
+  // blockmath's helpers (block_math.hpp): factor statistics, basis changes, SOAP's moments.
+  virtual void accumulate_left(const float* G, int64_t m, int64_t n, float beta, float scale, float* L) const = 0;
+  virtual void accumulate_right(const float* G, int64_t m, int64_t n, float beta, float scale, float* R) const = 0;
+  virtual void to_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* tmp,
+                        float* out) const = 0;
+  virtual void from_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* tmp,
+                          float* out) const = 0;
+  virtual void soap_moments(float* M, float* V, float* G, int64_t mn, float b1, float b2, float a1, float a2,
+                            float eps) const = 0;
+  // Q = the eigenvectors of the d x d symmetric F, eigenvalues descending (SOAP's and
+  // KL-Shampoo's first basis); identity when it fails (the status says why). The host computes
+  // in `precision` (fp32 retried in fp64 on failure); the CUDA backend with cuSOLVER in fp32 on
+  // the device (a host eigh of every block at the first step would take minutes at OLMo-1B's
+  // size), and with the host's rule on a copy when that fails.
+  virtual matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision precision) const = 0;
+  // out[i][j] = X[row_perm[i]][col_perm[j]] (m x n; out and X distinct).
+  virtual void permute(const float* X, const std::vector<int>& row_perm, const std::vector<int>& col_perm, int64_t m,
+                       int64_t n, float* out) const = 0;
+
+  // The decoupled-weight-decay update of a block (rows x cols of W with row stride ld; c the
+  // compensation at the same place, or null), second_order.hpp's two orders:
+  //   decay_first (Shampoo):  W <- W - (lr * D + lr_wd * W)
+  //   else (SOAP, KL):        W' = W - lr * D;  W <- W' - lr_wd * W'
+  virtual void apply_update(float* w, float* c, int64_t ld, const float* D, int64_t rows, int64_t cols, float lr,
+                            float lr_wd, bool decay_first) const = 0;
+  // adamw_update.hpp's op (the 1-D parameters' AdamW).
+  virtual void adamw_update(float* w, float* c, float* m, float* v, const float* g, float grad_scale, size_t n,
+                            const AdamWCoefficients& k) const = 0;
+};
+
+const BlockBackend& host_block_backend();
+// Throws in a build without CUDA (optim/cuda/block_backend.cu).
+const BlockBackend& cuda_block_backend();
+
+}  // namespace asteria

@@ -1,0 +1,220 @@
+// The CUDA block backend (optim/block_backend.hpp): a second-order optimizer's block state in
+// device memory and its per-step work on the calling thread's current stream. The products are
+// blockmath::cuda's (cuBLAS / cuBLASLt, fp32); the elementwise kernels use round-to-nearest
+// intrinsics so that nvcc contracts nothing into a fused multiply-add, as the CPU build does not.
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/cuda/cuda_check.hpp"
+#include "core/cuda/cuda_context.hpp"
+#include "core/cuda/device_buffer.hpp"
+#include "optim/block_backend.hpp"
+#include "optim/block_math.hpp"
+
+namespace asteria {
+
+namespace {
+
+using cuda::current_stream;
+
+unsigned grid_for(int64_t n) { return static_cast<unsigned>((n + 255) / 256); }
+
+__global__ void scaled_copy_kernel(const float* src, int64_t ld, int64_t rows, int64_t cols, float scale, float* dst,
+                                   int* non_finite) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= rows * cols) return;
+  const int64_t i = k / cols, j = k % cols;
+  const float x = __fmul_rn(src[i * ld + j], scale);
+  dst[k] = x;
+  if (!isfinite(x)) *non_finite = 1;   // any writer: only "some" matters
+}
+
+__global__ void scale_kernel(float* x, int64_t n, float s) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = __fmul_rn(x[i], s);
+}
+
+__global__ void permute_kernel(const float* X, const int* row_perm, const int* col_perm, int64_t m, int64_t n,
+                               float* out) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= m * n) return;
+  const int64_t i = k / n, j = k % n;
+  out[k] = X[static_cast<int64_t>(row_perm[i]) * n + col_perm[j]];
+}
+
+// update_compensation.hpp's compensated_add.
+__device__ void compensated_add_rn(float& w, float& c, float delta) {
+  const float y = __fsub_rn(delta, c);
+  const float t = __fadd_rn(w, y);
+  c = __fsub_rn(__fsub_rn(t, w), y);
+  w = t;
+}
+
+__global__ void apply_update_kernel(float* W, float* C, int64_t ld, const float* D, int64_t rows, int64_t cols,
+                                    float lr, float lr_wd, bool decay_first) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= rows * cols) return;
+  const int64_t i = k / cols, j = k % cols;
+  float& w = W[i * ld + j];
+  const float d = D[k];
+  if (decay_first) {   // W <- W - (lr D + lr_wd W)
+    const float delta = __fadd_rn(__fmul_rn(lr, d), __fmul_rn(lr_wd, w));
+    if (C) compensated_add_rn(w, C[i * ld + j], -delta);
+    else w = __fsub_rn(w, delta);
+  } else if (C) {      // W' = W - lr D;  W <- W' - lr_wd W'
+    compensated_add_rn(w, C[i * ld + j], -__fmul_rn(lr, d));
+    compensated_add_rn(w, C[i * ld + j], -__fmul_rn(lr_wd, w));
+  } else {
+    const float stepped = __fsub_rn(w, __fmul_rn(lr, d));
+    w = __fsub_rn(stepped, __fmul_rn(lr_wd, stepped));
+  }
+}
+
+// One thread's device memory: the scratch slots, the finiteness flag, the permutations.
+struct ThreadDeviceMemory {
+  std::array<cuda::DeviceBuffer<float>, BlockBackend::kSlots> slots;
+  cuda::DeviceBuffer<int> flag{1};
+  cuda::DeviceBuffer<int> perms;
+  std::vector<float> host;   // staging of the fp64 conversions
+};
+ThreadDeviceMemory& thread_memory() {
+  static thread_local ThreadDeviceMemory memory;
+  return memory;
+}
+
+class CudaBlockBackend final : public BlockBackend {
+ public:
+  bool on_device() const override { return true; }
+
+  float* scratch(int slot, size_t count) const override {
+    ASTERIA_ASSERT(slot >= 0 && slot < kSlots, "device scratch slot ", slot);
+    cuda::DeviceBuffer<float>& b = thread_memory().slots[slot];
+    if (b.size() < count) {
+      cuda::synchronize_current_stream();   // queued work may still use the old buffer
+      b.resize(count);
+    }
+    return b.data();
+  }
+
+  void to_host(float* host, const float* x, size_t n) const override {
+    cuda::copy_to_host(host, x, n * sizeof(float));
+  }
+  void from_host(float* x, const float* host, size_t n) const override {
+    cuda::copy_to_device(x, host, n * sizeof(float));
+  }
+  void to_host_double(const float* x, size_t n, double* host) const override {
+    std::vector<float>& h = thread_memory().host;
+    h.resize(n);
+    to_host(h.data(), x, n);
+    blockmath::to_double(static_cast<int64_t>(n), h.data(), host);
+  }
+  void from_host_double(float* x, const double* host, size_t n) const override {
+    std::vector<float>& h = thread_memory().host;
+    cuda::synchronize_current_stream();   // an earlier upload may still read h
+    h.resize(n);
+    blockmath::to_float(static_cast<int64_t>(n), host, h.data());
+    from_host(x, h.data(), n);
+  }
+
+  void copy(float* dst, const float* src, size_t n) const override {
+    if (n) ASTERIA_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, current_stream()));
+  }
+
+  bool scaled_copy_finite(const float* src, int64_t ld, int64_t rows, int64_t cols, float scale,
+                          float* dst) const override {
+    const int64_t n = rows * cols;
+    if (n == 0) return true;
+    int* flag = thread_memory().flag.data();
+    ASTERIA_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), current_stream()));
+    scaled_copy_kernel<<<grid_for(n), 256, 0, current_stream()>>>(src, ld, rows, cols, scale, dst, flag);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+    int non_finite = 0;
+    cuda::copy_to_host(&non_finite, flag, sizeof(int));
+    return non_finite == 0;
+  }
+  void scale(float* x, size_t n, float s) const override {
+    if (n == 0) return;
+    scale_kernel<<<grid_for(static_cast<int64_t>(n)), 256, 0, current_stream()>>>(x, static_cast<int64_t>(n), s);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+
+  void accumulate_left(const float* G, int64_t m, int64_t n, float beta, float scale, float* L) const override {
+    blockmath::cuda::accumulate_left(G, m, n, beta, scale, L);
+  }
+  void accumulate_right(const float* G, int64_t m, int64_t n, float beta, float scale, float* R) const override {
+    blockmath::cuda::accumulate_right(G, m, n, beta, scale, R);
+  }
+  void to_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* tmp,
+                float* out) const override {
+    blockmath::cuda::to_basis(QL, X, QR, m, n, tmp, out);
+  }
+  void from_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* tmp,
+                  float* out) const override {
+    blockmath::cuda::from_basis(QL, X, QR, m, n, tmp, out);
+  }
+  void soap_moments(float* M, float* V, float* G, int64_t mn, float b1, float b2, float a1, float a2,
+                    float eps) const override {
+    blockmath::cuda::soap_moments(M, V, G, mn, b1, b2, a1, a2, eps);
+  }
+  matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision precision) const override {
+    if (d == 0) return matfn::Status::Ok;
+    const size_t dd = static_cast<size_t>(d * d);
+    // Eigenvalues (d) and the ascending eigenvectors (d x d) in the direction's scratch slot,
+    // which no step uses at the first call.
+    float* w = scratch(kDirectionSlot, dd + static_cast<size_t>(d));
+    float* V = w + d;
+    matfn::Status s = matfn::cuda::eigh<float>(static_cast<int>(d), F, w, V);
+    if (s == matfn::Status::Ok) {
+      std::vector<int> rows(static_cast<size_t>(d)), reversed(static_cast<size_t>(d));
+      for (int64_t i = 0; i < d; ++i) {
+        rows[i] = static_cast<int>(i);
+        reversed[i] = static_cast<int>(d - 1 - i);
+      }
+      permute(V, rows, reversed, d, d, Q);
+      return s;
+    }
+    // The host's rule (fp64 included) on a copy.
+    std::vector<float> f(dd), q(dd);
+    to_host(f.data(), F, dd);
+    s = host_block_backend().initial_eigenbasis(d, f.data(), q.data(), precision);
+    from_host(Q, q.data(), dd);
+    cuda::synchronize_current_stream();   // q is freed on return
+    return s;
+  }
+  void permute(const float* X, const std::vector<int>& row_perm, const std::vector<int>& col_perm, int64_t m,
+               int64_t n, float* out) const override {
+    if (m * n == 0) return;
+    ThreadDeviceMemory& t = thread_memory();
+    if (t.perms.size() < static_cast<size_t>(m + n)) {
+      cuda::synchronize_current_stream();
+      t.perms.resize(static_cast<size_t>(m + n));
+    }
+    cuda::copy_to_device(t.perms.data(), row_perm.data(), static_cast<size_t>(m) * sizeof(int));
+    cuda::copy_to_device(t.perms.data() + m, col_perm.data(), static_cast<size_t>(n) * sizeof(int));
+    permute_kernel<<<grid_for(m * n), 256, 0, current_stream()>>>(X, t.perms.data(), t.perms.data() + m, m, n, out);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+
+  void apply_update(float* w, float* c, int64_t ld, const float* D, int64_t rows, int64_t cols, float lr,
+                    float lr_wd, bool decay_first) const override {
+    if (rows * cols == 0) return;
+    apply_update_kernel<<<grid_for(rows * cols), 256, 0, current_stream()>>>(w, c, ld, D, rows, cols, lr, lr_wd,
+                                                                             decay_first);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  void adamw_update(float* w, float* c, float* m, float* v, const float* g, float grad_scale, size_t n,
+                    const AdamWCoefficients& k) const override {
+    cuda::adamw_update(w, c, m, v, g, grad_scale, n, k);
+  }
+};
+
+}  // namespace
+
+const BlockBackend& cuda_block_backend() {
+  static const CudaBlockBackend backend;
+  return backend;
+}
+
+}  // namespace asteria

@@ -1,0 +1,150 @@
+// The block backend seam (optim/block_backend.hpp). SOAP's device code path (blocks one after
+// another, the gradient block and the direction in backend scratch, the state read and written
+// only through the backend, the first eigenbases and the refreshes computed on the host from
+// copies) is run here on host memory, by a backend that only claims to be a device: it must give
+// the host path's bits. The CUDA backend itself is checked against the host in
+// tests/cuda/second_order_cuda_test.cpp.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "core/buffer.hpp"
+#include "core/error.hpp"
+#include "optim/block_backend.hpp"
+#include "optim/second_order.hpp"
+
+using namespace asteria;
+
+namespace {
+
+// The host's operations behind on_device() = true, with scratch of its own (all six slots).
+class HostMemoryAsDevice final : public BlockBackend {
+ public:
+  bool on_device() const override { return true; }
+  float* scratch(int slot, size_t count) const override {
+    static thread_local std::array<Buffer<float>, kSlots> slots;
+    Buffer<float>& b = slots.at(static_cast<size_t>(slot));
+    if (b.size() < count) b.resize(count);
+    return b.data();
+  }
+  void to_host(float* h, const float* x, size_t n) const override { host().to_host(h, x, n); }
+  void from_host(float* x, const float* h, size_t n) const override { host().from_host(x, h, n); }
+  void to_host_double(const float* x, size_t n, double* h) const override { host().to_host_double(x, n, h); }
+  void from_host_double(float* x, const double* h, size_t n) const override { host().from_host_double(x, h, n); }
+  void copy(float* d, const float* s, size_t n) const override { host().copy(d, s, n); }
+  bool scaled_copy_finite(const float* src, int64_t ld, int64_t rows, int64_t cols, float s, float* dst) const override {
+    return host().scaled_copy_finite(src, ld, rows, cols, s, dst);
+  }
+  void scale(float* x, size_t n, float s) const override { host().scale(x, n, s); }
+  void accumulate_left(const float* G, int64_t m, int64_t n, float b, float s, float* L) const override {
+    host().accumulate_left(G, m, n, b, s, L);
+  }
+  void accumulate_right(const float* G, int64_t m, int64_t n, float b, float s, float* R) const override {
+    host().accumulate_right(G, m, n, b, s, R);
+  }
+  void to_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* t, float* o) const override {
+    host().to_basis(QL, X, QR, m, n, t, o);
+  }
+  void from_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* t,
+                  float* o) const override {
+    host().from_basis(QL, X, QR, m, n, t, o);
+  }
+  void soap_moments(float* M, float* V, float* G, int64_t mn, float b1, float b2, float a1, float a2,
+                    float eps) const override {
+    host().soap_moments(M, V, G, mn, b1, b2, a1, a2, eps);
+  }
+  matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision p) const override {
+    return host().initial_eigenbasis(d, F, Q, p);
+  }
+  void permute(const float* X, const std::vector<int>& r, const std::vector<int>& c, int64_t m, int64_t n,
+               float* o) const override {
+    host().permute(X, r, c, m, n, o);
+  }
+  void apply_update(float* w, float* c, int64_t ld, const float* D, int64_t rows, int64_t cols, float lr, float lr_wd,
+                    bool decay_first) const override {
+    host().apply_update(w, c, ld, D, rows, cols, lr, lr_wd, decay_first);
+  }
+  void adamw_update(float* w, float* c, float* m, float* v, const float* g, float gs, size_t n,
+                    const AdamWCoefficients& k) const override {
+    host().adamw_update(w, c, m, v, g, gs, n, k);
+  }
+
+ private:
+  static const BlockBackend& host() { return host_block_backend(); }
+};
+
+ParamTable a_layer() {
+  ParamTable t;
+  t.add("w", {48, 40}, ParamClass::Matrix);   // blocks of at most 32: 32x32, 32x8, 16x32, 16x8
+  t.add("norm", {40}, ParamClass::Norm);      // the 1-D AdamW's
+  return t;
+}
+
+SecondOrderParams soap_params() {
+  SecondOrderParams p;
+  p.algorithm = "soap";
+  p.precond.precondition_frequency = 3;
+  p.max_preconditioner_dim = 32;
+  p.weight_decay = 0.1;
+  p.stagger = true;
+  return p;
+}
+
+}  // namespace
+
+// One thread on both sides: the host path runs its blocks in a parallel region, where BLAS and
+// LAPACK run on one thread, while the device path calls them from this thread alone, where they
+// would run on all and round differently; with one thread the two paths call the same functions
+// on the same data.
+TEST(BlockBackend, SoapOnTheDeviceCodePathGivesTheHostPathsBits) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const HostMemoryAsDevice device;
+  const ParamTable t = a_layer();
+  SecondOrderOptimizer on_host(soap_params(), {t});
+  SecondOrderOptimizer on_device(soap_params(), {t}, /*own_memory=*/false, device);
+  std::vector<Buffer<float>> device_memory;
+  for (StateTensor* s : on_device.layer_states(0)) {
+    device_memory.emplace_back(s->size());
+    s->bind(device_memory.back().data());
+  }
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> w_host(t.numel);
+  for (float& x : w_host) x = nd(rng);
+  std::vector<float> w_device = w_host, g(t.numel);
+  for (int64_t step = 1; step <= 14; ++step) {
+    for (float& x : g) x = nd(rng);
+    if (step == 5) g[3] = std::numeric_limits<float>::quiet_NaN();   // skips the first block once
+    on_host.step_layer(0, w_host.data(), g.data(), 0.7f, 0.01, step);
+    on_device.step_layer(0, w_device.data(), g.data(), 0.7f, 0.01, step);
+    ASSERT_EQ(std::memcmp(w_host.data(), w_device.data(), w_host.size() * sizeof(float)), 0) << "step " << step;
+  }
+  const std::vector<StateTensor*> a = on_host.layer_states(0), b = on_device.layer_states(0);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(std::memcmp(a[i]->data(), b[i]->data(), a[i]->size() * sizeof(float)), 0) << a[i]->spec().name;
+  const std::vector<OptimizerCounters> ca = on_host.counters(), cb = on_device.counters();
+  ASSERT_EQ(ca.size(), cb.size());
+  for (size_t i = 0; i < ca.size(); ++i) EXPECT_EQ(ca[i].values, cb[i].values) << ca[i].name;
+  // The refreshes ran (the comparison covers installs, not only the per-step work).
+  EXPECT_GT(on_device.preconditioner(0, 0).refresh_count(), 2);
+  omp_set_num_threads(threads);
+}
+
+TEST(BlockBackend, ShampooAndKLShampooOnADeviceAreRefusedNamingThem) {
+  const HostMemoryAsDevice device;
+  for (const char* algorithm : {"shampoo", "kl_shampoo"}) {
+    try {
+      make_preconditioner(algorithm, "w", 8, 8, PreconditionerParams{}, false, device);
+      FAIL() << algorithm << " was built on a device backend";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(algorithm), std::string::npos) << e.what();
+    }
+  }
+}
