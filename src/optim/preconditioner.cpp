@@ -140,11 +140,10 @@ std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algo
                                                          const PreconditionerParams& p, bool own_memory,
                                                          const BlockBackend& backend) {
   if (algorithm == "soap") return std::make_unique<SoapBlock>(std::move(name), rows, cols, p, own_memory, backend);
-  ASTERIA_CHECK(!backend.on_device(), "the ", algorithm,
-                " preconditioner runs on the host only in this version (on the device: soap)");
-  if (algorithm == "shampoo") return std::make_unique<ShampooBlock>(std::move(name), rows, cols, p, own_memory);
+  if (algorithm == "shampoo")
+    return std::make_unique<ShampooBlock>(std::move(name), rows, cols, p, own_memory, backend);
   if (algorithm == "kl_shampoo")
-    return std::make_unique<KLShampooBlock>(std::move(name), rows, cols, p, own_memory);
+    return std::make_unique<KLShampooBlock>(std::move(name), rows, cols, p, own_memory, backend);
   fail("unknown preconditioner '", algorithm, "'");
 }
 

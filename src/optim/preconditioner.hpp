@@ -208,8 +208,6 @@ class BlockPreconditioner {
 // Bytes a block of this algorithm would hold, without allocating it.
 PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
 
-// A device backend runs SOAP only in this version (Shampoo's and KL-Shampoo's per-step work is
-// host code): the others are refused with the reason.
 std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
                                                          int64_t rows, int64_t cols,
                                                          const PreconditionerParams& p,

@@ -15,7 +15,7 @@ namespace asteria {
 class ShampooBlock final : public BlockPreconditioner {
  public:
   ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
-               bool own_memory = true);
+               bool own_memory = true, const BlockBackend& backend = host_block_backend());
   void before_refresh(const float* G) override;
   void snapshot(RefreshJob& job) const override;
   int refresh_parts() const override { return 2 * matfn::kInverseRootEighParts; }

@@ -11,7 +11,9 @@
 #include "core/cuda/cuda_context.hpp"
 #include "core/cuda/device_buffer.hpp"
 #include "optim/block_backend.hpp"
+#include "core/cuda/cublaslt_gemm.hpp"
 #include "optim/block_math.hpp"
+#include "optim/sum_of_squares.hpp"
 
 namespace asteria {
 
@@ -72,11 +74,72 @@ __global__ void apply_update_kernel(float* W, float* C, int64_t ld, const float*
   }
 }
 
+__global__ void ema_kernel(float* x, const float* y, int64_t n, float b, float a) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = __fadd_rn(__fmul_rn(b, x[i]), __fmul_rn(a, y[i]));
+}
+
+__global__ void shampoo_moments_kernel(float* M, float* V, const float* G, int64_t mn, float b1, float b2, float m_add,
+                                       float v_add) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= mn) return;
+  const float g = G[i];
+  M[i] = __fadd_rn(__fmul_rn(b1, M[i]), __fmul_rn(m_add, g));
+  V[i] = __fadd_rn(__fmul_rn(b2, V[i]), __fmul_rn(__fmul_rn(v_add, g), g));
+}
+
+__global__ void adam_direction_kernel(const float* M, const float* V, int64_t mn, float inv_bc1, float inv_bc2,
+                                      float eps, bool graft, float* A) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= mn) return;
+  const float mh = __fmul_rn(M[i], inv_bc1);
+  A[i] = graft ? __fdiv_rn(mh, __fadd_rn(__fsqrt_rn(__fmul_rn(V[i], inv_bc2)), eps)) : mh;
+}
+
+__global__ void kl_damp_kernel(float* P, const float* dL, const float* dR, int64_t m, int64_t n, float damping) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= m * n) return;
+  const float s = __fmul_rn(dL[k / n], dR[k % n]);
+  P[k] = __fmul_rn(P[k], __fdiv_rn(s, __fadd_rn(1.0f, __fmul_rn(s, damping))));
+}
+
+// One thread per row (ldiag, j ascending) or per column (rdiag, i ascending): the CPU's order.
+__global__ void kl_row_diagonal_kernel(const float* H, const float* dR, int64_t m, int64_t n, double* ldiag) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  double acc = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double x = __dmul_rn(static_cast<double>(H[i * n + j]), static_cast<double>(dR[j]));
+    acc = __dadd_rn(acc, __dmul_rn(x, x));
+  }
+  ldiag[i] = acc;
+}
+__global__ void kl_column_diagonal_kernel(const float* H, const float* dL, int64_t m, int64_t n, double* rdiag) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  double acc = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const double x = __dmul_rn(static_cast<double>(H[i * n + j]), static_cast<double>(dL[i]));
+    acc = __dadd_rn(acc, __dmul_rn(x, x));
+  }
+  rdiag[j] = acc;
+}
+
+__global__ void scale_columns_kernel(float* X, const float* s, int64_t m, int64_t n) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < m * n) X[k] = __fmul_rn(X[k], s[k % n]);
+}
+__global__ void scale_rows_kernel(float* X, const float* s, int64_t m, int64_t n) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < m * n) X[k] = __fmul_rn(X[k], s[k / n]);
+}
+
 // One thread's device memory: the scratch slots, the finiteness flag, the permutations.
 struct ThreadDeviceMemory {
   std::array<cuda::DeviceBuffer<float>, BlockBackend::kSlots> slots;
   cuda::DeviceBuffer<int> flag{1};
   cuda::DeviceBuffer<int> perms;
+  cuda::DeviceBuffer<double> diagonals;   // KL-Shampoo's ldiag, rdiag
   std::vector<float> host;   // staging of the fp64 conversions
 };
 ThreadDeviceMemory& thread_memory() {
@@ -137,6 +200,62 @@ class CudaBlockBackend final : public BlockBackend {
   void scale(float* x, size_t n, float s) const override {
     if (n == 0) return;
     scale_kernel<<<grid_for(static_cast<int64_t>(n)), 256, 0, current_stream()>>>(x, static_cast<int64_t>(n), s);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+
+  void mul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, const float* B, float beta,
+           float* C) const override {
+    cuda::gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, A,
+               static_cast<int>(ta ? m : k), B, static_cast<int>(tb ? k : n), beta, C, static_cast<int>(n));
+  }
+  void ema(float* x, const float* y, size_t n, float b, float a) const override {
+    if (n == 0) return;
+    ema_kernel<<<grid_for(static_cast<int64_t>(n)), 256, 0, current_stream()>>>(x, y, static_cast<int64_t>(n), b, a);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  void shampoo_moments(float* M, float* V, const float* G, int64_t mn, float b1, float b2, float m_add,
+                       float v_add) const override {
+    if (mn == 0) return;
+    shampoo_moments_kernel<<<grid_for(mn), 256, 0, current_stream()>>>(M, V, G, mn, b1, b2, m_add, v_add);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  double adam_direction(const float* M, const float* V, int64_t mn, float inv_bc1, float inv_bc2, float eps, bool graft,
+                        float* A) const override {
+    if (mn == 0) return 0;
+    adam_direction_kernel<<<grid_for(mn), 256, 0, current_stream()>>>(M, V, mn, inv_bc1, inv_bc2, eps, graft, A);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+    return sum_of_squares(A, mn);
+  }
+  double sum_of_squares(const float* x, int64_t n) const override {
+    return cuda::sum_of_squares(x, static_cast<size_t>(n));
+  }
+  void kl_damp(float* P, const float* dL, const float* dR, int64_t m, int64_t n, float damping) const override {
+    if (m * n == 0) return;
+    kl_damp_kernel<<<grid_for(m * n), 256, 0, current_stream()>>>(P, dL, dR, m, n, damping);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  void kl_factor_diagonals(const float* H, const float* dL, const float* dR, int64_t m, int64_t n, double* ldiag,
+                           double* rdiag) const override {
+    ThreadDeviceMemory& t = thread_memory();
+    if (t.diagonals.size() < static_cast<size_t>(m + n)) {
+      cuda::synchronize_current_stream();
+      t.diagonals.resize(static_cast<size_t>(m + n));
+    }
+    double* d = t.diagonals.data();
+    if (m > 0) kl_row_diagonal_kernel<<<grid_for(m), 256, 0, current_stream()>>>(H, dR, m, n, d);
+    if (n > 0) kl_column_diagonal_kernel<<<grid_for(n), 256, 0, current_stream()>>>(H, dL, m, n, d + m);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+    cuda::copy_to_host(ldiag, d, static_cast<size_t>(m) * sizeof(double));
+    cuda::copy_to_host(rdiag, d + m, static_cast<size_t>(n) * sizeof(double));
+  }
+  void scale_columns(float* X, const float* s, int64_t m, int64_t n) const override {
+    if (m * n == 0) return;
+    scale_columns_kernel<<<grid_for(m * n), 256, 0, current_stream()>>>(X, s, m, n);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  void scale_rows(float* X, const float* s, int64_t m, int64_t n) const override {
+    if (m * n == 0) return;
+    scale_rows_kernel<<<grid_for(m * n), 256, 0, current_stream()>>>(X, s, m, n);
     ASTERIA_CUDA_LAUNCH_CHECK();
   }
 
