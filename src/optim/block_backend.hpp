@@ -87,6 +87,20 @@ class BlockBackend {
   // the device (a host eigh of every block at the first step would take minutes at OLMo-1B's
   // size), and with the host's rule on a copy when that fails.
   virtual matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision precision) const = 0;
+  // A refresh's matrix functions computed by the backend itself on fp64 host arrays (their
+  // contracts: matrix_functions.hpp qr_refresh, inverse_root_eigh): true when it computed (the
+  // status is then the function's), false when it has none (the host's then run). The host
+  // backend has none; the CUDA backend computes with cuSOLVER in fp64 on the device, for native
+  // mode's inline refreshes (the shadow pipeline's host workers never call these).
+  virtual bool qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
+                          matfn::Status& status) const {
+    (void)n, (void)L, (void)Q, (void)perm, (void)sort, (void)status;
+    return false;
+  }
+  virtual bool inverse_root(int n, const double* A, double p, double eps, double* out, matfn::Status& status) const {
+    (void)n, (void)A, (void)p, (void)eps, (void)out, (void)status;
+    return false;
+  }
   // out[i][j] = X[row_perm[i]][col_perm[j]] (m x n; out and X distinct).
   virtual void permute(const float* X, const std::vector<int>& row_perm, const std::vector<int>& col_perm, int64_t m,
                        int64_t n, float* out) const = 0;

@@ -78,6 +78,11 @@ void BlockPreconditioner::compute_refresh(RefreshJob& job, matfn::Workspace& ws)
   for (int part = 0; part < refresh_parts(); ++part) compute_refresh_part(job, part, ws);
 }
 
+void BlockPreconditioner::compute_refresh_in_place(RefreshJob& job, matfn::Workspace& ws) const {
+  job.status = matfn::Status::Ok;
+  if (!refresh_on_backend(job)) compute_refresh(job, ws);
+}
+
 void BlockPreconditioner::compute_refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const {
   ASTERIA_ASSERT(part >= 0 && part < refresh_parts());
   if (part == 0) job.status = matfn::Status::Ok;

@@ -54,6 +54,17 @@ void ShampooBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws)
                                              side.root.data(), side.carry, ws);
 }
 
+bool ShampooBlock::refresh_on_backend(RefreshJob& job) const {
+  if (p_.root_method != RootMethod::Eigh) return false;   // Newton: the host's
+  for (int side = 0; side < 2; ++side) {
+    const RefreshSide s = refresh_side(job, side * matfn::kInverseRootEighParts, matfn::kInverseRootEighParts);
+    s.root.resize(static_cast<size_t>(s.n) * s.n);
+    if (!backend_.inverse_root(s.n, s.factor, 4.0, p_.root_eps, s.root.data(), job.status)) return false;
+    if (job.status != matfn::Status::Ok) break;
+  }
+  return true;
+}
+
 void ShampooBlock::snapshot_installed(RefreshJob& job) const {
   job.installed_left.clear();
   job.installed_right.clear();

@@ -1,9 +1,9 @@
 // The block backend seam (optim/block_backend.hpp). The second-order optimizers' device code
 // path (blocks one after another, the gradient block and the direction in backend scratch, the
-// state read and written only through the backend, the first eigenbases and the refreshes
-// computed on the host from copies) is run here on host memory, by a backend that only claims
-// to be a device: for SOAP, Shampoo and KL-Shampoo it must give the host path's bits. The CUDA backend itself is checked against the host in
-// tests/cuda/second_order_cuda_test.cpp.
+// state read and written only through the backend, the first eigenbases from copies, the native
+// refreshes by the backend's own solvers) is run here on host memory, by a backend that only
+// claims to be a device: for SOAP, Shampoo and KL-Shampoo it must give the host path's bits. The
+// CUDA backend itself is checked against the host in tests/cuda/second_order_cuda_test.cpp.
 #include <gtest/gtest.h>
 
 #include <omp.h>
@@ -81,6 +81,23 @@ class HostMemoryAsDevice final : public BlockBackend {
                     float eps) const override {
     host().soap_moments(M, V, G, mn, b1, b2, a1, a2, eps);
   }
+  // The native refresh's solvers "of the device": the host's matrix functions in one call (which
+  // the parts the host path runs give bit for bit), counted.
+  bool qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
+                  matfn::Status& status) const override {
+    static thread_local matfn::Workspace ws;
+    status = matfn::qr_refresh(matfn::Precision::Float64, n, L, Q, perm, ws, sort);
+    ++refreshes_computed;
+    return true;
+  }
+  bool inverse_root(int n, const double* A, double p, double eps, double* out, matfn::Status& status) const override {
+    static thread_local matfn::Workspace ws;
+    status = matfn::inverse_root_eigh(matfn::Precision::Float64, n, A, p, eps, out, ws);
+    ++refreshes_computed;
+    return true;
+  }
+  mutable int refreshes_computed = 0;
+
   matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision p) const override {
     return host().initial_eigenbasis(d, F, Q, p);
   }
@@ -157,8 +174,10 @@ TEST_P(DeviceCodePath, GivesTheHostPathsBits) {
   const std::vector<OptimizerCounters> ca = on_host.counters(), cb = on_device.counters();
   ASSERT_EQ(ca.size(), cb.size());
   for (size_t i = 0; i < ca.size(); ++i) EXPECT_EQ(ca[i].values, cb[i].values) << ca[i].name;
-  // The refreshes ran (the comparison covers installs, not only the per-step work).
+  // The refreshes ran (the comparison covers installs, not only the per-step work), computed by
+  // the backend's solvers (native mode's inline refresh on a device).
   EXPECT_GT(on_device.preconditioner(0, 0).refresh_count(), 2);
+  EXPECT_GT(device.refreshes_computed, 0);
   omp_set_num_threads(threads);
 }
 

@@ -140,6 +140,7 @@ struct ThreadDeviceMemory {
   cuda::DeviceBuffer<int> flag{1};
   cuda::DeviceBuffer<int> perms;
   cuda::DeviceBuffer<double> diagonals;   // KL-Shampoo's ldiag, rdiag
+  cuda::DeviceBuffer<double> refresh;     // a native refresh's two n x n fp64 matrices
   std::vector<float> host;   // staging of the fp64 conversions
 };
 ThreadDeviceMemory& thread_memory() {
@@ -148,6 +149,16 @@ ThreadDeviceMemory& thread_memory() {
 }
 
 class CudaBlockBackend final : public BlockBackend {
+ private:
+  static double* refresh_memory(size_t count) {
+    cuda::DeviceBuffer<double>& b = thread_memory().refresh;
+    if (b.size() < count) {
+      cuda::synchronize_current_stream();
+      b.resize(count);
+    }
+    return b.data();
+  }
+
  public:
   bool on_device() const override { return true; }
 
@@ -277,6 +288,25 @@ class CudaBlockBackend final : public BlockBackend {
                     float eps) const override {
     blockmath::cuda::soap_moments(M, V, G, mn, b1, b2, a1, a2, eps);
   }
+  bool qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
+                  matfn::Status& status) const override {
+    const size_t nn = static_cast<size_t>(n) * n;
+    double* d = refresh_memory(2 * nn);
+    cuda::copy_to_device(d, L, nn * sizeof(double));
+    cuda::copy_to_device(d + nn, Q, nn * sizeof(double));
+    status = matfn::cuda::qr_refresh<double>(n, d, d + nn, perm, sort);
+    if (status == matfn::Status::Ok) cuda::copy_to_host(Q, d + nn, nn * sizeof(double));
+    return true;
+  }
+  bool inverse_root(int n, const double* A, double p, double eps, double* out, matfn::Status& status) const override {
+    const size_t nn = static_cast<size_t>(n) * n;
+    double* d = refresh_memory(2 * nn);
+    cuda::copy_to_device(d, A, nn * sizeof(double));
+    status = matfn::cuda::inverse_root_eigh<double>(n, d, p, eps, d + nn);
+    if (status == matfn::Status::Ok) cuda::copy_to_host(out, d + nn, nn * sizeof(double));
+    return true;
+  }
+
   matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision precision) const override {
     if (d == 0) return matfn::Status::Ok;
     const size_t dd = static_cast<size_t>(d * d);
