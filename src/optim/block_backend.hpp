@@ -36,6 +36,9 @@ class BlockBackend {
   virtual float* scratch(int slot, size_t count) const = 0;
 
   // Host <-> backend copies (host: memcpy), and fp64 host arrays in and out (the refresh jobs).
+  // to_host_double is a snapshot's copy: it follows what the calling thread's stream queued, and
+  // the CUDA backend runs it on a low-priority staging stream through pinned memory, so that the
+  // shadow pipeline's snapshots do not hold up the training stream.
   virtual void to_host(float* host, const float* x, size_t n) const = 0;
   virtual void from_host(float* x, const float* host, size_t n) const = 0;
   virtual void to_host_double(const float* x, size_t n, double* host) const = 0;

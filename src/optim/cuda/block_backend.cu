@@ -1,5 +1,6 @@
 // The CUDA block backend (optim/block_backend.hpp): a second-order optimizer's block state in
-// device memory and its per-step work on the calling thread's current stream. The products are
+// device memory and its per-step work on the calling thread's current stream; the refresh
+// snapshots' copies on a low-priority staging stream into pinned memory. The products are
 // blockmath::cuda's (cuBLAS / cuBLASLt, fp32); the elementwise kernels use round-to-nearest
 // intrinsics so that nvcc contracts nothing into a fused multiply-add, as the CPU build does not.
 #include <array>
@@ -134,6 +135,42 @@ __global__ void scale_rows_kernel(float* X, const float* s, int64_t m, int64_t n
   if (k < m * n) X[k] = __fmul_rn(X[k], s[k / n]);
 }
 
+// Page-locked host memory (the snapshots' staging: DMA straight into it), grown, never shrunk.
+struct PinnedFloats {
+  float* data = nullptr;
+  size_t size = 0;
+  PinnedFloats() = default;
+  PinnedFloats(const PinnedFloats&) = delete;
+  PinnedFloats& operator=(const PinnedFloats&) = delete;
+  ~PinnedFloats() {
+    if (data) cudaFreeHost(data);   // no throw: a destructor
+  }
+  float* at_least(size_t n) {
+    if (n > size) {
+      if (data) ASTERIA_CUDA_CHECK(cudaFreeHost(data));
+      data = nullptr;
+      size = 0;
+      ASTERIA_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data), n * sizeof(float)));
+      size = n;
+    }
+    return data;
+  }
+};
+
+// The refresh snapshots' stream: the lowest priority, non-blocking (the default stream's work
+// does not wait for it), shared by every thread; never destroyed (it lives as long as the
+// process's CUDA context).
+cudaStream_t staging_stream() {
+  static const cudaStream_t stream = [] {
+    int least = 0, greatest = 0;
+    ASTERIA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t s = nullptr;
+    ASTERIA_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
+    return s;
+  }();
+  return stream;
+}
+
 // One thread's device memory: the scratch slots, the finiteness flag, the permutations.
 struct ThreadDeviceMemory {
   std::array<cuda::DeviceBuffer<float>, BlockBackend::kSlots> slots;
@@ -141,7 +178,12 @@ struct ThreadDeviceMemory {
   cuda::DeviceBuffer<int> perms;
   cuda::DeviceBuffer<double> diagonals;   // KL-Shampoo's ldiag, rdiag
   cuda::DeviceBuffer<double> refresh;     // a native refresh's two n x n fp64 matrices
-  std::vector<float> host;   // staging of the fp64 conversions
+  std::vector<float> host;   // staging of from_host_double
+  PinnedFloats pinned;       // staging of to_host_double (the snapshots)
+  cudaEvent_t ready = nullptr;   // "the calling thread's stream has run what it queued"
+  ~ThreadDeviceMemory() {
+    if (ready) cudaEventDestroy(ready);
+  }
 };
 ThreadDeviceMemory& thread_memory() {
   static thread_local ThreadDeviceMemory memory;
@@ -178,11 +220,20 @@ class CudaBlockBackend final : public BlockBackend {
   void from_host(float* x, const float* host, size_t n) const override {
     cuda::copy_to_device(x, host, n * sizeof(float));
   }
+  // A snapshot's copy: on the low-priority staging stream, into pinned memory, after what the
+  // calling thread's stream has queued (a native refresh's snapshot follows the block's queued
+  // statistics; the shadow pipeline's follows a finished optimizer step); returns when done.
   void to_host_double(const float* x, size_t n, double* host) const override {
-    std::vector<float>& h = thread_memory().host;
-    h.resize(n);
-    to_host(h.data(), x, n);
-    blockmath::to_double(static_cast<int64_t>(n), h.data(), host);
+    if (n == 0) return;
+    ThreadDeviceMemory& t = thread_memory();
+    if (!t.ready) ASTERIA_CUDA_CHECK(cudaEventCreateWithFlags(&t.ready, cudaEventDisableTiming));
+    float* h = t.pinned.at_least(n);
+    const cudaStream_t staging = staging_stream();
+    ASTERIA_CUDA_CHECK(cudaEventRecord(t.ready, current_stream()));
+    ASTERIA_CUDA_CHECK(cudaStreamWaitEvent(staging, t.ready, 0));
+    ASTERIA_CUDA_CHECK(cudaMemcpyAsync(h, x, n * sizeof(float), cudaMemcpyDeviceToHost, staging));
+    ASTERIA_CUDA_CHECK(cudaStreamSynchronize(staging));
+    blockmath::to_double(static_cast<int64_t>(n), h, host);
   }
   void from_host_double(float* x, const double* host, size_t n) const override {
     std::vector<float>& h = thread_memory().host;
