@@ -36,6 +36,9 @@ class BlockBackend {
   virtual float* scratch(int slot, size_t count) const = 0;
 
   // Host <-> backend copies (host: memcpy), and fp64 host arrays in and out (the refresh jobs).
+  // to_host_double is a snapshot's copy: it follows what the calling thread's stream queued, and
+  // the CUDA backend runs it on a low-priority staging stream through pinned memory, so that the
+  // shadow pipeline's snapshots do not hold up the training stream.
   virtual void to_host(float* host, const float* x, size_t n) const = 0;
   virtual void from_host(float* x, const float* host, size_t n) const = 0;
   virtual void to_host_double(const float* x, size_t n, double* host) const = 0;
@@ -48,6 +51,9 @@ class BlockBackend {
                                   float* dst) const = 0;
   virtual void scale(float* x, size_t n, float s) const = 0;
 
+  // C (m x n) = alpha op(A) op(B) + beta C, contiguous row-major (blockmath::mul).
+  virtual void mul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, const float* B,
+                   float beta, float* C) const = 0;
   // blockmath's helpers (block_math.hpp): factor statistics, basis changes, SOAP's moments.
   virtual void accumulate_left(const float* G, int64_t m, int64_t n, float beta, float scale, float* L) const = 0;
   virtual void accumulate_right(const float* G, int64_t m, int64_t n, float beta, float scale, float* R) const = 0;
@@ -57,12 +63,47 @@ class BlockBackend {
                           float* out) const = 0;
   virtual void soap_moments(float* M, float* V, float* G, int64_t mn, float b1, float b2, float a1, float a2,
                             float eps) const = 0;
+  // x = b x + a y (an EMA; KL-Shampoo's first moment).
+  virtual void ema(float* x, const float* y, size_t n, float b, float a) const = 0;
+  // Shampoo: M = b1 M + m_add G;  V = b2 V + v_add G^2.
+  virtual void shampoo_moments(float* M, float* V, const float* G, int64_t mn, float b1, float b2, float m_add,
+                               float v_add) const = 0;
+  // Shampoo's grafting direction A = M inv_bc1 / (sqrt(V inv_bc2) + eps) (graft) or M inv_bc1;
+  // returns sum A^2 in fp64. The host sums in index order, a device in its own fixed order.
+  virtual double adam_direction(const float* M, const float* V, int64_t mn, float inv_bc1, float inv_bc2, float eps,
+                                bool graft, float* A) const = 0;
+  virtual double sum_of_squares(const float* x, int64_t n) const = 0;   // fp64, as adam_direction
+  // KL-Shampoo: P_ij *= s / (1 + s damping) with s = dL_i dR_j.
+  virtual void kl_damp(float* P, const float* dL, const float* dR, int64_t m, int64_t n, float damping) const = 0;
+  // KL-Shampoo's eigenvalue statistics into host arrays, fp64: ldiag_i = sum_j (H_ij dR_j)^2 over
+  // j ascending, rdiag_j = sum_i (H_ij dL_i)^2 over i ascending (the same order on a device: a
+  // thread per row / column).
+  virtual void kl_factor_diagonals(const float* H, const float* dL, const float* dR, int64_t m, int64_t n,
+                                   double* ldiag, double* rdiag) const = 0;
+  // X (m x n): X_ij *= s_j (scale_columns), X_ij *= s_i (scale_rows).
+  virtual void scale_columns(float* X, const float* s, int64_t m, int64_t n) const = 0;
+  virtual void scale_rows(float* X, const float* s, int64_t m, int64_t n) const = 0;
+
   // Q = the eigenvectors of the d x d symmetric F, eigenvalues descending (SOAP's and
   // KL-Shampoo's first basis); identity when it fails (the status says why). The host computes
   // in `precision` (fp32 retried in fp64 on failure); the CUDA backend with cuSOLVER in fp32 on
   // the device (a host eigh of every block at the first step would take minutes at OLMo-1B's
   // size), and with the host's rule on a copy when that fails.
   virtual matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision precision) const = 0;
+  // A refresh's matrix functions computed by the backend itself on fp64 host arrays (their
+  // contracts: matrix_functions.hpp qr_refresh, inverse_root_eigh): true when it computed (the
+  // status is then the function's), false when it has none (the host's then run). The host
+  // backend has none; the CUDA backend computes with cuSOLVER in fp64 on the device, for native
+  // mode's inline refreshes (the shadow pipeline's host workers never call these).
+  virtual bool qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
+                          matfn::Status& status) const {
+    (void)n, (void)L, (void)Q, (void)perm, (void)sort, (void)status;
+    return false;
+  }
+  virtual bool inverse_root(int n, const double* A, double p, double eps, double* out, matfn::Status& status) const {
+    (void)n, (void)A, (void)p, (void)eps, (void)out, (void)status;
+    return false;
+  }
   // out[i][j] = X[row_perm[i]][col_perm[j]] (m x n; out and X distinct).
   virtual void permute(const float* X, const std::vector<int>& row_perm, const std::vector<int>& col_perm, int64_t m,
                        int64_t n, float* out) const = 0;

@@ -67,6 +67,17 @@ void EigenbasisBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& 
     for (int& from : side.perm) from = base[from];
 }
 
+bool EigenbasisBlock::refresh_on_backend(RefreshJob& job) const {
+  // Not for a job continuing from a dropped version (coherence): its permutations compose.
+  if (!job.base_left_perm.empty() || !job.base_right_perm.empty()) return false;
+  for (int side = 0; side < 2; ++side) {
+    const RefreshSide s = refresh_side(job, side * matfn::kQrRefreshParts, matfn::kQrRefreshParts);
+    if (!backend_.qr_refresh(s.n, s.factor, s.basis.data(), s.perm, sort_, job.status)) return false;
+    if (job.status != matfn::Status::Ok) break;
+  }
+  return true;
+}
+
 bool EigenbasisBlock::keep_dropped(const RefreshJob& job, RefreshJob& kept) const {
   const auto rounded = [](const std::vector<double>& from, std::vector<double>& to) {
     to.resize(from.size());

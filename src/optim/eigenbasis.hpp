@@ -47,6 +47,7 @@ class EigenbasisBlock : public BlockPreconditioner {
     has_direction_ = c[2] != 0;
   }
   void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const final;
+  bool refresh_on_backend(RefreshJob& job) const final;
 
   StateTensor &L_ = state(0), &R_ = state(1), &QL_ = state(2), &QR_ = state(3);
   int64_t t_ = 0;

@@ -21,14 +21,15 @@ namespace asteria {
 class KLShampooBlock final : public EigenbasisBlock {
  public:
   KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
-                 bool own_memory = true);
+                 bool own_memory = true, const BlockBackend& backend = host_block_backend());
 
  private:
   void update(const float* G) override;
   void initialized() override;
-  void update_estimates(const double* diag, float* d, int64_t dim);
+  void update_estimates(const double* diag, float* d, int64_t dim) const;   // host memory
   StateTensor &M_ = state(4), &dL_ = state(5), &dR_ = state(6);
   std::vector<double> ldiag_, rdiag_;
+  std::vector<float> dl_host_, dr_host_;   // a device backend's estimates, copied for update_estimates
 };
 
 }  // namespace asteria

@@ -78,6 +78,11 @@ void BlockPreconditioner::compute_refresh(RefreshJob& job, matfn::Workspace& ws)
   for (int part = 0; part < refresh_parts(); ++part) compute_refresh_part(job, part, ws);
 }
 
+void BlockPreconditioner::compute_refresh_in_place(RefreshJob& job, matfn::Workspace& ws) const {
+  job.status = matfn::Status::Ok;
+  if (!refresh_on_backend(job)) compute_refresh(job, ws);
+}
+
 void BlockPreconditioner::compute_refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const {
   ASTERIA_ASSERT(part >= 0 && part < refresh_parts());
   if (part == 0) job.status = matfn::Status::Ok;
@@ -140,11 +145,10 @@ std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algo
                                                          const PreconditionerParams& p, bool own_memory,
                                                          const BlockBackend& backend) {
   if (algorithm == "soap") return std::make_unique<SoapBlock>(std::move(name), rows, cols, p, own_memory, backend);
-  ASTERIA_CHECK(!backend.on_device(), "the ", algorithm,
-                " preconditioner runs on the host only in this version (on the device: soap)");
-  if (algorithm == "shampoo") return std::make_unique<ShampooBlock>(std::move(name), rows, cols, p, own_memory);
+  if (algorithm == "shampoo")
+    return std::make_unique<ShampooBlock>(std::move(name), rows, cols, p, own_memory, backend);
   if (algorithm == "kl_shampoo")
-    return std::make_unique<KLShampooBlock>(std::move(name), rows, cols, p, own_memory);
+    return std::make_unique<KLShampooBlock>(std::move(name), rows, cols, p, own_memory, backend);
   fail("unknown preconditioner '", algorithm, "'");
 }
 

@@ -132,6 +132,9 @@ class BlockPreconditioner {
   virtual void snapshot(RefreshJob& job) const = 0;
   // compute_refresh_part(job, k) for k = 0 .. refresh_parts() - 1, in order.
   void compute_refresh(RefreshJob& job, matfn::Workspace& ws) const;
+  // The refresh computed where the block's state lives (native mode's inline refresh): by the
+  // backend's own solvers when it has them (cuSOLVER on the device), else compute_refresh.
+  void compute_refresh_in_place(RefreshJob& job, matfn::Workspace& ws) const;
   // The refresh in parts, so that its work can be spread over steps (runtime.shadow.lane
   // compute, root_job_placement.hpp). Parts run in order, possibly at different times and on
   // different threads, each with any workspace; what a part hands the next stays in the job, and
@@ -187,6 +190,9 @@ class BlockPreconditioner {
   virtual void restore_algorithm_counters(const std::vector<int64_t>& c) = 0;
   // Part `part` of the refresh; job.status is Ok on entry.
   virtual void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const = 0;
+  // The whole refresh by the backend's solvers (BlockBackend::qr_refresh / inverse_root): false
+  // when they do not cover it (the default). job.status is Ok on entry.
+  virtual bool refresh_on_backend(RefreshJob&) const { return false; }
   StateTensor& state(size_t i) { return states_[i]; }
   float* direction_data() {
     return backend_.on_device() ? backend_.scratch(BlockBackend::kDirectionSlot, static_cast<size_t>(rows_ * cols_))
@@ -208,8 +214,6 @@ class BlockPreconditioner {
 // Bytes a block of this algorithm would hold, without allocating it.
 PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
 
-// A device backend runs SOAP only in this version (Shampoo's and KL-Shampoo's per-step work is
-// host code): the others are refused with the reason.
 std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
                                                          int64_t rows, int64_t cols,
                                                          const PreconditionerParams& p,

@@ -21,14 +21,14 @@ class RefreshPolicy {
   virtual bool refreshes_inline() const = 0;
 };
 
-// Synchronous refresh when due (runtime.mode native).
+// Synchronous refresh when due (runtime.mode native), computed where the block's state lives.
 class InlineRefresh final : public RefreshPolicy {
  public:
   void at_refresh_point(int, int, BlockPreconditioner& pc, int64_t, bool due, RefreshJob& job,
                         matfn::Workspace& ws) override {
     if (!due) return;
     pc.snapshot(job);
-    pc.compute_refresh(job, ws);
+    pc.compute_refresh_in_place(job, ws);
     pc.publish(job);
   }
   bool refreshes_inline() const override { return true; }

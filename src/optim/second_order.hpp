@@ -15,7 +15,7 @@
 //   both as decrements (lr * wd rounded to fp32 once, never the factor 1 - lr * wd), compensated
 //   when `compensated` (update_compensation.hpp).
 //
-// On a device backend (block_backend.hpp; SOAP only in this version) the same steps run on the
+// On a device backend (block_backend.hpp) the same steps run on the
 // device, one block after another on the calling thread's stream (the device is the parallel
 // part); refresh jobs stay host memory, so the refresh policies (inline, or the shadow
 // pipeline's host workers) work unchanged. Its state tensors are bound by the owner (own_memory

@@ -4,32 +4,26 @@
 #include <limits>
 
 #include "optim/block_math.hpp"
-#include "optim/thread_scratch.hpp"
 
 namespace asteria {
 
 using namespace blockmath;
 
 ShampooBlock::ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
-                           bool own_memory)
+                           bool own_memory, const BlockBackend& backend)
     : BlockPreconditioner(name, rows, cols, p, preconditioner_state_specs("shampoo", name, rows, cols), own_memory,
-                          host_block_backend()) {}
+                          backend) {}
 
 void ShampooBlock::before_refresh(const float* G) {
   ++t_;
   const int64_t m = rows_, n = cols_, mn = m * n;
   const float keep = static_cast<float>(p_.shampoo_beta);
   const float add = p_.shampoo_beta >= 1.0 ? 1.0f : one_minus(p_.shampoo_beta);
-  accumulate_left(G, m, n, keep, add, L_.data());
-  accumulate_right(G, m, n, keep, add, R_.data());
+  backend_.accumulate_left(G, m, n, keep, add, L_.data());
+  backend_.accumulate_right(G, m, n, keep, add, R_.data());
   const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
   const float m_add = one_minus(p_.beta1), v_add = p_.beta2 >= 1.0 ? 1.0f : one_minus(p_.beta2);
-  float* M = M_.data();
-  float* V = V_.data();
-  for (int64_t i = 0; i < mn; ++i) {
-    M[i] = b1 * M[i] + m_add * G[i];
-    V[i] = b2 * V[i] + v_add * G[i] * G[i];
-  }
+  backend_.shampoo_moments(M_.data(), V_.data(), G, mn, b1, b2, m_add, v_add);
 }
 
 void ShampooBlock::snapshot(RefreshJob& job) const {
@@ -39,8 +33,10 @@ void ShampooBlock::snapshot(RefreshJob& job) const {
   job.left.resize(m * m);
   job.right.resize(n * n);
   const double bc = p_.shampoo_beta < 1.0 ? 1.0 - std::pow(p_.shampoo_beta, static_cast<double>(t_)) : 1.0;
-  for (int64_t i = 0; i < m * m; ++i) job.left[i] = L_[i] / bc;
-  for (int64_t i = 0; i < n * n; ++i) job.right[i] = R_[i] / bc;
+  backend_.to_host_double(L_.data(), m * m, job.left.data());
+  backend_.to_host_double(R_.data(), n * n, job.right.data());
+  for (double& x : job.left) x /= bc;
+  for (double& x : job.right) x /= bc;
 }
 
 void ShampooBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const {
@@ -58,12 +54,25 @@ void ShampooBlock::refresh_part(RefreshJob& job, int part, matfn::Workspace& ws)
                                              side.root.data(), side.carry, ws);
 }
 
+bool ShampooBlock::refresh_on_backend(RefreshJob& job) const {
+  if (p_.root_method != RootMethod::Eigh) return false;   // Newton: the host's
+  for (int side = 0; side < 2; ++side) {
+    const RefreshSide s = refresh_side(job, side * matfn::kInverseRootEighParts, matfn::kInverseRootEighParts);
+    s.root.resize(static_cast<size_t>(s.n) * s.n);
+    if (!backend_.inverse_root(s.n, s.factor, 4.0, p_.root_eps, s.root.data(), job.status)) return false;
+    if (job.status != matfn::Status::Ok) break;
+  }
+  return true;
+}
+
 void ShampooBlock::snapshot_installed(RefreshJob& job) const {
   job.installed_left.clear();
   job.installed_right.clear();
   if (!have_roots_) return;
-  job.installed_left.assign(Linv_.data(), Linv_.data() + rows_ * rows_);
-  job.installed_right.assign(Rinv_.data(), Rinv_.data() + cols_ * cols_);
+  job.installed_left.resize(rows_ * rows_);
+  job.installed_right.resize(cols_ * cols_);
+  backend_.to_host(job.installed_left.data(), Linv_.data(), job.installed_left.size());
+  backend_.to_host(job.installed_right.data(), Rinv_.data(), job.installed_right.size());
 }
 
 double ShampooBlock::refresh_change(const RefreshJob& job) const {
@@ -81,8 +90,8 @@ double ShampooBlock::refresh_change(const RefreshJob& job) const {
 }
 
 void ShampooBlock::install(const RefreshJob& job) {
-  to_float(rows_ * rows_, job.left_root.data(), Linv_.data());
-  to_float(cols_ * cols_, job.right_root.data(), Rinv_.data());
+  backend_.from_host_double(Linv_.data(), job.left_root.data(), rows_ * rows_);
+  backend_.from_host_double(Rinv_.data(), job.right_root.data(), cols_ * cols_);
   have_roots_ = true;
 }
 
@@ -96,26 +105,18 @@ void ShampooBlock::after_refresh(const float*) {
   const float* V = V_.data();
   float* D = direction_data();
   const bool graft = p_.grafting == Grafting::Adam;
-  float* tmp = thread_scratch(0, static_cast<size_t>(mn));
+  const BlockBackend& be = backend_;
+  float* tmp = be.scratch(0, static_cast<size_t>(mn));
   // The Adam (grafting) direction and its norm.
   double adam_sq = 0;
-  if (graft || !have_roots_) {
-    float* A = have_roots_ ? tmp : D;
-    for (int64_t i = 0; i < mn; ++i) {
-      const float mh = M[i] * inv_bc1;
-      A[i] = graft ? mh / (std::sqrt(V[i] * inv_bc2) + eps) : mh;
-      adam_sq += static_cast<double>(A[i]) * A[i];
-    }
-  }
+  if (graft || !have_roots_) adam_sq = be.adam_direction(M, V, mn, inv_bc1, inv_bc2, eps, graft, have_roots_ ? tmp : D);
   if (!have_roots_) return;
   // D = Linv M_hat Rinv (the bias correction of M is a scalar, applied after).
-  mul(false, false, m, n, m, inv_bc1, Linv_.data(), M, 0.0f, tmp);
-  mul(false, false, m, n, n, 1.0f, tmp, Rinv_.data(), 0.0f, D);
+  be.mul(false, false, m, n, m, inv_bc1, Linv_.data(), M, 0.0f, tmp);
+  be.mul(false, false, m, n, n, 1.0f, tmp, Rinv_.data(), 0.0f, D);
   if (!graft) return;
-  double d_sq = 0;
-  for (int64_t i = 0; i < mn; ++i) d_sq += static_cast<double>(D[i]) * D[i];
-  const float scale = static_cast<float>(std::sqrt(adam_sq) / (std::sqrt(d_sq) + 1e-16));
-  for (int64_t i = 0; i < mn; ++i) D[i] *= scale;
+  const double d_sq = be.sum_of_squares(D, mn);
+  be.scale(D, static_cast<size_t>(mn), static_cast<float>(std::sqrt(adam_sq) / (std::sqrt(d_sq) + 1e-16)));
 }
 
 }  // namespace asteria

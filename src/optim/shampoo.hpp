@@ -15,7 +15,7 @@ namespace asteria {
 class ShampooBlock final : public BlockPreconditioner {
  public:
   ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
-               bool own_memory = true);
+               bool own_memory = true, const BlockBackend& backend = host_block_backend());
   void before_refresh(const float* G) override;
   void snapshot(RefreshJob& job) const override;
   int refresh_parts() const override { return 2 * matfn::kInverseRootEighParts; }
@@ -32,6 +32,7 @@ class ShampooBlock final : public BlockPreconditioner {
     have_roots_ = c[1] != 0;
   }
   void refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const override;
+  bool refresh_on_backend(RefreshJob& job) const override;
   StateTensor &L_ = state(0), &R_ = state(1), &Linv_ = state(2), &Rinv_ = state(3), &M_ = state(4), &V_ = state(5);
   int64_t t_ = 0;
   bool have_roots_ = false;

@@ -452,10 +452,6 @@ void check_supported(const Config& cfg) {
   const RuntimeConfig& rt = cfg.runtime;
   if (rt.backend == "cuda") {
     // What the CUDA backend's training path covers in this version (train/device_training.hpp).
-    if (cfg.optim.name != "adamw" && cfg.optim.name != "soap")
-      fail(cfg.source, ": runtime.backend cuda trains with optim.name adamw or soap only in this version (",
-           cfg.optim.name, "'s per-step work on the device is not built yet); use runtime.backend cpu for ",
-           cfg.optim.name);
     if (rt.tiers.device.bytes != "unlimited" || rt.tiers.host.bytes != "unlimited" || rt.tiers.disk.bytes != "unlimited")
       fail(cfg.source, ": runtime.tiers budgets are not supported with runtime.backend cuda in this version "
            "(the optimizer state is all in device memory)");

@@ -27,16 +27,14 @@ std::unique_ptr<Backend> open_device() {
   return make_cuda_backend(0);
 }
 
-// The device's SOAP: the host optimizer's twin on the CUDA block backend (its state is bound to
-// device memory by CudaTraining).
+// The device's second-order optimizer: the host optimizer's twin on the CUDA block backend (its
+// state is bound to device memory by CudaTraining).
 std::unique_ptr<SecondOrderOptimizer> device_twin(const Config& cfg, const Model<float>& image, Optimizer& host) {
   auto* so = dynamic_cast<SecondOrderOptimizer*>(&host);
   if (!so) {
-    ASTERIA_CHECK(dynamic_cast<AdamW*>(&host), "runtime.backend cuda: the optimizer on the device is AdamW or SOAP");
+    ASTERIA_CHECK(dynamic_cast<AdamW*>(&host), "runtime.backend cuda: the optimizer is neither AdamW nor second-order");
     return nullptr;
   }
-  ASTERIA_CHECK(so->algorithm() == "soap", "runtime.backend cuda: ", so->algorithm(),
-                " on the device is not built yet (AdamW or SOAP)");
   std::vector<ParamTable> tables;
   for (int l = 0; l < image.num_layers(); ++l) tables.push_back(image.table(l));
   return std::make_unique<SecondOrderOptimizer>(second_order_params(cfg.optim, cfg.runtime.staggered()), tables,
@@ -146,7 +144,7 @@ class CudaTraining final : public DeviceTraining {
 
  private:
   // One device copy of each of a layer's state tensors (the optimizer's layer_states order); the
-  // device SOAP's state tensors are bound to them.
+  // device second-order optimizer's state tensors are bound to them.
   struct LayerState {
     std::vector<cuda::DeviceBuffer<float>> copies;
     std::vector<StateTensor*> host;
@@ -157,7 +155,7 @@ class CudaTraining final : public DeviceTraining {
   Model<float>& image_;
   Optimizer& host_opt_;
   Model<float, Ops> model_;
-  std::unique_ptr<SecondOrderOptimizer> second_order_;   // SOAP on the device (null: AdamW)
+  std::unique_ptr<SecondOrderOptimizer> second_order_;   // on the device (null: AdamW)
   std::vector<LayerState> state_;
   NvmlEnergy energy_{0};
 };

@@ -2,18 +2,19 @@
 // The CUDA backend's side of a training run (runtime.backend cuda; DESIGN.md "Backends"): the
 // model on the device (Model<float, CudaOps>: parameters, gradients and activations in device
 // memory) and the optimizer's step on device copies of its state:
-//   AdamW  the same adamw_update operations over the same ranges as the CPU's (AdamW::step_copies);
-//   SOAP   a SecondOrderOptimizer on the CUDA block backend (optim/block_backend.hpp): the
-//          per-step work (statistics, basis changes, Adam in the eigenbasis, the update) on the
-//          device; refreshes on the host from snapshots of the device state, inline (native) or
-//          on the shadow pipeline's host workers (asteria), published back into device memory.
+//   AdamW   the same adamw_update operations over the same ranges as the CPU's (AdamW::step_copies);
+//   SOAP, Shampoo, KL-Shampoo   a SecondOrderOptimizer on the CUDA block backend
+//           (optim/block_backend.hpp): the per-step work (statistics, basis changes, moments,
+//           grafting, the update) on the device; refreshes on the host from snapshots of the
+//           device state, inline (native) or on the shadow pipeline's host workers (asteria),
+//           published back into device memory.
 //
 // The trainer's host model (Storage::Image: parameters only) and its optimizer stay the run's
 // image: the device starts from them at upload() (after a resume restored into them), and
 // checkpoints and the final parameters are read from them after download(). Everything else the
 // trainer has (plan, executor, data, metrics, checkpoints) is the CPU run's, unchanged.
 //
-// This version: one rank, AdamW or SOAP, fp32 values with the linear layers' GEMMs on fp32 or
+// This version: one rank, fp32 values with the linear layers' GEMMs on fp32 or
 // (runtime.precision bf16, the default) bf16 operands, the legacy default stream (config.cpp
 // check_supported refuses what it does not cover, with the reason).
 #include <cstdint>
@@ -64,7 +65,7 @@ class DeviceTraining {
 };
 
 // Allocates the device side (upload() fills it). Throws, naming the reason, when this build has
-// no CUDA backend, no device can be opened, the optimizer is neither AdamW nor SOAP, or the
+// no CUDA backend, no device can be opened, the optimizer is neither AdamW nor second-order, or the
 // device memory is short.
 std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer);
 

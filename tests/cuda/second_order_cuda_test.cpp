@@ -1,8 +1,9 @@
-// SOAP on the CUDA block backend (optim/block_backend.hpp) against SOAP on the host: the same
+// SOAP, Shampoo and KL-Shampoo on the CUDA block backend (optim/block_backend.hpp) against the
+// same optimizer on the host: the same
 // layer (blocks of several shapes, a 1-D part for AdamW), gradients and schedule for 14 steps
 // with refreshes every 3. Both are fp32; the device's products round in their own order and its
 // first eigenbases come from cuSOLVER, whose eigenvectors may differ in sign and, within
-// near-degenerate eigenvalues, in direction, which SOAP's direction does not see at first order.
+// near-degenerate eigenvalues, in direction, which the directions do not see at first order.
 // The parameters' displacement from the start agrees within 1e-3 relative (a wrong basis
 // change, moment, install or update is off by tens of percents). Skipped without a device.
 #include <gtest/gtest.h>
@@ -20,14 +21,14 @@
 namespace asteria {
 namespace {
 
-using SecondOrderOnCuda = testing::OnDevice;
+class SecondOrderOnCuda : public testing::OnDevice, public ::testing::WithParamInterface<std::string> {};
 
-TEST_F(SecondOrderOnCuda, SoapFollowsTheHost) {
+TEST_P(SecondOrderOnCuda, FollowsTheHost) {
   ParamTable t;
   t.add("w", {96, 72}, ParamClass::Matrix);   // blocks of at most 64: 64x64, 64x8, 32x64, 32x8
   t.add("norm", {72}, ParamClass::Norm);
   SecondOrderParams p;
-  p.algorithm = "soap";
+  p.algorithm = GetParam();
   p.precond.precondition_frequency = 3;
   p.max_preconditioner_dim = 64;
   p.weight_decay = 0.1;
@@ -60,6 +61,8 @@ TEST_F(SecondOrderOnCuda, SoapFollowsTheHost) {
   EXPECT_EQ(on_device.preconditioner(0, 0).refresh_count(), on_host.preconditioner(0, 0).refresh_count());
   EXPECT_GT(on_device.preconditioner(0, 0).refresh_count(), 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, SecondOrderOnCuda, ::testing::Values("soap", "shampoo", "kl_shampoo"));
 
 }  // namespace
 }  // namespace asteria

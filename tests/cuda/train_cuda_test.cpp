@@ -1,5 +1,5 @@
 // Training on the CUDA backend (runtime.backend cuda, train/device_training.hpp) against the CPU:
-// the tiny model with AdamW and with SOAP (native and asteria) for 50 steps follows the CPU's loss
+// the tiny model with AdamW, SOAP (native and asteria), Shampoo and KL-Shampoo for 50 steps follows the CPU's loss
 // curve (fp32: within rounding order; bf16 GEMM operands: within bf16 rounding), and a run
 // stopped at a checkpoint and resumed on the device ends with the bits of a straight run. Skipped without a
 // device. Tolerance of the curve: both sides are fp32 (no TF32), so they differ by summation
@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -68,22 +69,26 @@ TEST_F(TrainOnCuda, Bf16FollowsTheCpuLossCurveWithinBf16Rounding) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 3e-2 * a[i]) << "step " << i + 1;
 }
 
-// SOAP on the device (the CUDA block backend), with its refreshes computed on the host inline
-// (native) and on the shadow pipeline's host workers (asteria), against SOAP on the CPU in the
-// same mode. fp32 on both sides; the eigenbases come from factors that differ by summation order,
-// and a QR refresh of a nearly degenerate factor turns its basis within the degenerate space,
-// which Adam in the basis does not see at first order: 5e-3 relative per step allows that over 50
-// steps and still catches a wrong basis change, moment or install (those leave the loss near
-// ln 512 or make it diverge).
-TEST_F(TrainOnCuda, SoapFollowsTheCpuLossCurveInBothModes) {
-  for (const std::string mode : {"native", "asteria"}) {
-    const std::vector<std::string> soap = {"optim.name=soap", "runtime.mode=" + mode, "runtime.precision=fp32"};
-    Trainer(config("cpu", "cpu-" + mode, {"optim.name=soap", "runtime.mode=" + mode})).run();
-    const TrainResult gpu = Trainer(config("cuda", "cuda-" + mode, soap)).run();
-    const std::vector<double> a = losses("cpu-" + mode), b = losses("cuda-" + mode);
-    ASSERT_EQ(b.size(), a.size()) << mode;
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 5e-3 * a[i]) << mode << " step " << i + 1;
-    EXPECT_LT(gpu.final_loss, 0.5 * std::log(512.0)) << mode;
+// The second-order optimizers on the device (the CUDA block backend), with their refreshes
+// computed on the host inline (native) and on the shadow pipeline's host workers (asteria),
+// against the same optimizer on the CPU in the same mode. fp32 on both sides; the roots and bases
+// come from factors that differ by summation order, and a refresh of a nearly degenerate factor
+// turns its basis within the degenerate space, which the direction does not see at first order:
+// 5e-3 relative per step allows that over 50 steps and still catches a wrong statistic, basis
+// change, moment, install or update (those leave the loss near ln 512 or make it diverge).
+TEST_F(TrainOnCuda, SecondOrderOptimizersFollowTheCpuLossCurve) {
+  for (const auto& [optimizer, mode] : std::vector<std::pair<std::string, std::string>>{
+           {"soap", "native"}, {"soap", "asteria"}, {"shampoo", "asteria"}, {"kl_shampoo", "asteria"}}) {
+    const std::string run = optimizer + "-" + mode;
+    const std::vector<std::string> sets = {"optim.name=" + optimizer, "runtime.mode=" + mode};
+    std::vector<std::string> on_gpu = sets;
+    on_gpu.push_back("runtime.precision=fp32");
+    Trainer(config("cpu", "cpu-" + run, sets)).run();
+    const TrainResult gpu = Trainer(config("cuda", "cuda-" + run, on_gpu)).run();
+    const std::vector<double> a = losses("cpu-" + run), b = losses("cuda-" + run);
+    ASSERT_EQ(b.size(), a.size()) << run;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 5e-3 * a[i]) << run << " step " << i + 1;
+    EXPECT_LT(gpu.final_loss, 0.5 * std::log(512.0)) << run;
   }
 }
 

@@ -70,6 +70,62 @@ class HostBlockBackend final : public BlockBackend {
     for (size_t i = 0; i < n; ++i) x[i] *= s;
   }
 
+  void mul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, const float* B, float beta,
+           float* C) const override {
+    blockmath::mul(ta, tb, m, n, k, alpha, A, B, beta, C);
+  }
+  void ema(float* x, const float* y, size_t n, float b, float a) const override {
+    for (size_t i = 0; i < n; ++i) x[i] = b * x[i] + a * y[i];
+  }
+  void shampoo_moments(float* M, float* V, const float* G, int64_t mn, float b1, float b2, float m_add,
+                       float v_add) const override {
+    for (int64_t i = 0; i < mn; ++i) {
+      M[i] = b1 * M[i] + m_add * G[i];
+      V[i] = b2 * V[i] + v_add * G[i] * G[i];
+    }
+  }
+  double adam_direction(const float* M, const float* V, int64_t mn, float inv_bc1, float inv_bc2, float eps, bool graft,
+                        float* A) const override {
+    double sq = 0;
+    for (int64_t i = 0; i < mn; ++i) {
+      const float mh = M[i] * inv_bc1;
+      A[i] = graft ? mh / (std::sqrt(V[i] * inv_bc2) + eps) : mh;
+      sq += static_cast<double>(A[i]) * A[i];
+    }
+    return sq;
+  }
+  double sum_of_squares(const float* x, int64_t n) const override {
+    double sq = 0;
+    for (int64_t i = 0; i < n; ++i) sq += static_cast<double>(x[i]) * x[i];
+    return sq;
+  }
+  void kl_damp(float* P, const float* dL, const float* dR, int64_t m, int64_t n, float damping) const override {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const float s = dL[i] * dR[j];
+        P[i * n + j] *= s / (1.0f + s * damping);
+      }
+  }
+  void kl_factor_diagonals(const float* H, const float* dL, const float* dR, int64_t m, int64_t n, double* ldiag,
+                           double* rdiag) const override {
+    std::fill(ldiag, ldiag + m, 0.0);
+    std::fill(rdiag, rdiag + n, 0.0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double h = H[i * n + j];
+        ldiag[i] += (h * dR[j]) * (h * dR[j]);
+        rdiag[j] += (h * dL[i]) * (h * dL[i]);
+      }
+  }
+  void scale_columns(float* X, const float* s, int64_t m, int64_t n) const override {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) X[i * n + j] *= s[j];
+  }
+  void scale_rows(float* X, const float* s, int64_t m, int64_t n) const override {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) X[i * n + j] *= s[i];
+  }
+
   void accumulate_left(const float* G, int64_t m, int64_t n, float beta, float scale, float* L) const override {
     blockmath::accumulate_left(G, m, n, beta, scale, L);
   }

@@ -1,5 +1,6 @@
 // The CUDA block backend (optim/block_backend.hpp): a second-order optimizer's block state in
-// device memory and its per-step work on the calling thread's current stream. The products are
+// device memory and its per-step work on the calling thread's current stream; the refresh
+// snapshots' copies on a low-priority staging stream into pinned memory. The products are
 // blockmath::cuda's (cuBLAS / cuBLASLt, fp32); the elementwise kernels use round-to-nearest
 // intrinsics so that nvcc contracts nothing into a fused multiply-add, as the CPU build does not.
 #include <array>
@@ -11,7 +12,9 @@
 #include "core/cuda/cuda_context.hpp"
 #include "core/cuda/device_buffer.hpp"
 #include "optim/block_backend.hpp"
+#include "core/cuda/cublaslt_gemm.hpp"
 #include "optim/block_math.hpp"
+#include "optim/sum_of_squares.hpp"
 
 namespace asteria {
 
@@ -72,12 +75,115 @@ __global__ void apply_update_kernel(float* W, float* C, int64_t ld, const float*
   }
 }
 
+__global__ void ema_kernel(float* x, const float* y, int64_t n, float b, float a) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = __fadd_rn(__fmul_rn(b, x[i]), __fmul_rn(a, y[i]));
+}
+
+__global__ void shampoo_moments_kernel(float* M, float* V, const float* G, int64_t mn, float b1, float b2, float m_add,
+                                       float v_add) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= mn) return;
+  const float g = G[i];
+  M[i] = __fadd_rn(__fmul_rn(b1, M[i]), __fmul_rn(m_add, g));
+  V[i] = __fadd_rn(__fmul_rn(b2, V[i]), __fmul_rn(__fmul_rn(v_add, g), g));
+}
+
+__global__ void adam_direction_kernel(const float* M, const float* V, int64_t mn, float inv_bc1, float inv_bc2,
+                                      float eps, bool graft, float* A) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= mn) return;
+  const float mh = __fmul_rn(M[i], inv_bc1);
+  A[i] = graft ? __fdiv_rn(mh, __fadd_rn(__fsqrt_rn(__fmul_rn(V[i], inv_bc2)), eps)) : mh;
+}
+
+__global__ void kl_damp_kernel(float* P, const float* dL, const float* dR, int64_t m, int64_t n, float damping) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= m * n) return;
+  const float s = __fmul_rn(dL[k / n], dR[k % n]);
+  P[k] = __fmul_rn(P[k], __fdiv_rn(s, __fadd_rn(1.0f, __fmul_rn(s, damping))));
+}
+
+// One thread per row (ldiag, j ascending) or per column (rdiag, i ascending): the CPU's order.
+__global__ void kl_row_diagonal_kernel(const float* H, const float* dR, int64_t m, int64_t n, double* ldiag) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  double acc = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double x = __dmul_rn(static_cast<double>(H[i * n + j]), static_cast<double>(dR[j]));
+    acc = __dadd_rn(acc, __dmul_rn(x, x));
+  }
+  ldiag[i] = acc;
+}
+__global__ void kl_column_diagonal_kernel(const float* H, const float* dL, int64_t m, int64_t n, double* rdiag) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  double acc = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const double x = __dmul_rn(static_cast<double>(H[i * n + j]), static_cast<double>(dL[i]));
+    acc = __dadd_rn(acc, __dmul_rn(x, x));
+  }
+  rdiag[j] = acc;
+}
+
+__global__ void scale_columns_kernel(float* X, const float* s, int64_t m, int64_t n) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < m * n) X[k] = __fmul_rn(X[k], s[k % n]);
+}
+__global__ void scale_rows_kernel(float* X, const float* s, int64_t m, int64_t n) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < m * n) X[k] = __fmul_rn(X[k], s[k / n]);
+}
+
+// Page-locked host memory (the snapshots' staging: DMA straight into it), grown, never shrunk.
+struct PinnedFloats {
+  float* data = nullptr;
+  size_t size = 0;
+  PinnedFloats() = default;
+  PinnedFloats(const PinnedFloats&) = delete;
+  PinnedFloats& operator=(const PinnedFloats&) = delete;
+  ~PinnedFloats() {
+    if (data) cudaFreeHost(data);   // no throw: a destructor
+  }
+  float* at_least(size_t n) {
+    if (n > size) {
+      if (data) ASTERIA_CUDA_CHECK(cudaFreeHost(data));
+      data = nullptr;
+      size = 0;
+      ASTERIA_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data), n * sizeof(float)));
+      size = n;
+    }
+    return data;
+  }
+};
+
+// The refresh snapshots' stream: the lowest priority, non-blocking (the default stream's work
+// does not wait for it), shared by every thread; never destroyed (it lives as long as the
+// process's CUDA context).
+cudaStream_t staging_stream() {
+  static const cudaStream_t stream = [] {
+    int least = 0, greatest = 0;
+    ASTERIA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t s = nullptr;
+    ASTERIA_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
+    return s;
+  }();
+  return stream;
+}
+
 // One thread's device memory: the scratch slots, the finiteness flag, the permutations.
 struct ThreadDeviceMemory {
   std::array<cuda::DeviceBuffer<float>, BlockBackend::kSlots> slots;
   cuda::DeviceBuffer<int> flag{1};
   cuda::DeviceBuffer<int> perms;
-  std::vector<float> host;   // staging of the fp64 conversions
+  cuda::DeviceBuffer<double> diagonals;   // KL-Shampoo's ldiag, rdiag
+  cuda::DeviceBuffer<double> refresh;     // a native refresh's two n x n fp64 matrices
+  std::vector<float> host;   // staging of from_host_double
+  PinnedFloats pinned;       // staging of to_host_double (the snapshots)
+  cudaEvent_t ready = nullptr;   // "the calling thread's stream has run what it queued"
+  ~ThreadDeviceMemory() {
+    if (ready) cudaEventDestroy(ready);
+  }
 };
 ThreadDeviceMemory& thread_memory() {
   static thread_local ThreadDeviceMemory memory;
@@ -85,6 +191,16 @@ ThreadDeviceMemory& thread_memory() {
 }
 
 class CudaBlockBackend final : public BlockBackend {
+ private:
+  static double* refresh_memory(size_t count) {
+    cuda::DeviceBuffer<double>& b = thread_memory().refresh;
+    if (b.size() < count) {
+      cuda::synchronize_current_stream();
+      b.resize(count);
+    }
+    return b.data();
+  }
+
  public:
   bool on_device() const override { return true; }
 
@@ -104,11 +220,20 @@ class CudaBlockBackend final : public BlockBackend {
   void from_host(float* x, const float* host, size_t n) const override {
     cuda::copy_to_device(x, host, n * sizeof(float));
   }
+  // A snapshot's copy: on the low-priority staging stream, into pinned memory, after what the
+  // calling thread's stream has queued (a native refresh's snapshot follows the block's queued
+  // statistics; the shadow pipeline's follows a finished optimizer step); returns when done.
   void to_host_double(const float* x, size_t n, double* host) const override {
-    std::vector<float>& h = thread_memory().host;
-    h.resize(n);
-    to_host(h.data(), x, n);
-    blockmath::to_double(static_cast<int64_t>(n), h.data(), host);
+    if (n == 0) return;
+    ThreadDeviceMemory& t = thread_memory();
+    if (!t.ready) ASTERIA_CUDA_CHECK(cudaEventCreateWithFlags(&t.ready, cudaEventDisableTiming));
+    float* h = t.pinned.at_least(n);
+    const cudaStream_t staging = staging_stream();
+    ASTERIA_CUDA_CHECK(cudaEventRecord(t.ready, current_stream()));
+    ASTERIA_CUDA_CHECK(cudaStreamWaitEvent(staging, t.ready, 0));
+    ASTERIA_CUDA_CHECK(cudaMemcpyAsync(h, x, n * sizeof(float), cudaMemcpyDeviceToHost, staging));
+    ASTERIA_CUDA_CHECK(cudaStreamSynchronize(staging));
+    blockmath::to_double(static_cast<int64_t>(n), h, host);
   }
   void from_host_double(float* x, const double* host, size_t n) const override {
     std::vector<float>& h = thread_memory().host;
@@ -140,6 +265,62 @@ class CudaBlockBackend final : public BlockBackend {
     ASTERIA_CUDA_LAUNCH_CHECK();
   }
 
+  void mul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, const float* B, float beta,
+           float* C) const override {
+    cuda::gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, A,
+               static_cast<int>(ta ? m : k), B, static_cast<int>(tb ? k : n), beta, C, static_cast<int>(n));
+  }
+  void ema(float* x, const float* y, size_t n, float b, float a) const override {
+    if (n == 0) return;
+    ema_kernel<<<grid_for(static_cast<int64_t>(n)), 256, 0, current_stream()>>>(x, y, static_cast<int64_t>(n), b, a);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  void shampoo_moments(float* M, float* V, const float* G, int64_t mn, float b1, float b2, float m_add,
+                       float v_add) const override {
+    if (mn == 0) return;
+    shampoo_moments_kernel<<<grid_for(mn), 256, 0, current_stream()>>>(M, V, G, mn, b1, b2, m_add, v_add);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  double adam_direction(const float* M, const float* V, int64_t mn, float inv_bc1, float inv_bc2, float eps, bool graft,
+                        float* A) const override {
+    if (mn == 0) return 0;
+    adam_direction_kernel<<<grid_for(mn), 256, 0, current_stream()>>>(M, V, mn, inv_bc1, inv_bc2, eps, graft, A);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+    return sum_of_squares(A, mn);
+  }
+  double sum_of_squares(const float* x, int64_t n) const override {
+    return cuda::sum_of_squares(x, static_cast<size_t>(n));
+  }
+  void kl_damp(float* P, const float* dL, const float* dR, int64_t m, int64_t n, float damping) const override {
+    if (m * n == 0) return;
+    kl_damp_kernel<<<grid_for(m * n), 256, 0, current_stream()>>>(P, dL, dR, m, n, damping);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  void kl_factor_diagonals(const float* H, const float* dL, const float* dR, int64_t m, int64_t n, double* ldiag,
+                           double* rdiag) const override {
+    ThreadDeviceMemory& t = thread_memory();
+    if (t.diagonals.size() < static_cast<size_t>(m + n)) {
+      cuda::synchronize_current_stream();
+      t.diagonals.resize(static_cast<size_t>(m + n));
+    }
+    double* d = t.diagonals.data();
+    if (m > 0) kl_row_diagonal_kernel<<<grid_for(m), 256, 0, current_stream()>>>(H, dR, m, n, d);
+    if (n > 0) kl_column_diagonal_kernel<<<grid_for(n), 256, 0, current_stream()>>>(H, dL, m, n, d + m);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+    cuda::copy_to_host(ldiag, d, static_cast<size_t>(m) * sizeof(double));
+    cuda::copy_to_host(rdiag, d + m, static_cast<size_t>(n) * sizeof(double));
+  }
+  void scale_columns(float* X, const float* s, int64_t m, int64_t n) const override {
+    if (m * n == 0) return;
+    scale_columns_kernel<<<grid_for(m * n), 256, 0, current_stream()>>>(X, s, m, n);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+  void scale_rows(float* X, const float* s, int64_t m, int64_t n) const override {
+    if (m * n == 0) return;
+    scale_rows_kernel<<<grid_for(m * n), 256, 0, current_stream()>>>(X, s, m, n);
+    ASTERIA_CUDA_LAUNCH_CHECK();
+  }
+
   void accumulate_left(const float* G, int64_t m, int64_t n, float beta, float scale, float* L) const override {
     blockmath::cuda::accumulate_left(G, m, n, beta, scale, L);
   }
@@ -158,6 +339,25 @@ class CudaBlockBackend final : public BlockBackend {
                     float eps) const override {
     blockmath::cuda::soap_moments(M, V, G, mn, b1, b2, a1, a2, eps);
   }
+  bool qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
+                  matfn::Status& status) const override {
+    const size_t nn = static_cast<size_t>(n) * n;
+    double* d = refresh_memory(2 * nn);
+    cuda::copy_to_device(d, L, nn * sizeof(double));
+    cuda::copy_to_device(d + nn, Q, nn * sizeof(double));
+    status = matfn::cuda::qr_refresh<double>(n, d, d + nn, perm, sort);
+    if (status == matfn::Status::Ok) cuda::copy_to_host(Q, d + nn, nn * sizeof(double));
+    return true;
+  }
+  bool inverse_root(int n, const double* A, double p, double eps, double* out, matfn::Status& status) const override {
+    const size_t nn = static_cast<size_t>(n) * n;
+    double* d = refresh_memory(2 * nn);
+    cuda::copy_to_device(d, A, nn * sizeof(double));
+    status = matfn::cuda::inverse_root_eigh<double>(n, d, p, eps, d + nn);
+    if (status == matfn::Status::Ok) cuda::copy_to_host(out, d + nn, nn * sizeof(double));
+    return true;
+  }
+
   matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision precision) const override {
     if (d == 0) return matfn::Status::Ok;
     const size_t dd = static_cast<size_t>(d * d);
