@@ -95,13 +95,12 @@ class BlockBackend {
   // status is then the function's), false when it has none (the host's then run). The host
   // backend has none; the CUDA backend computes with cuSOLVER in fp64 on the device, for native
   // mode's inline refreshes (the shadow pipeline's host workers never call these).
-  virtual bool qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
-                          matfn::Status& status) const {
-    (void)n, (void)L, (void)Q, (void)perm, (void)sort, (void)status;
+  virtual bool qr_refresh(int /*n*/, const double* /*L*/, double* /*Q*/, std::vector<int>& /*perm*/, bool /*sort*/,
+                          matfn::Status& /*status*/) const {
     return false;
   }
-  virtual bool inverse_root(int n, const double* A, double p, double eps, double* out, matfn::Status& status) const {
-    (void)n, (void)A, (void)p, (void)eps, (void)out, (void)status;
+  virtual bool inverse_root(int /*n*/, const double* /*A*/, double /*p*/, double /*eps*/, double* /*out*/,
+                            matfn::Status& /*status*/) const {
     return false;
   }
   // out[i][j] = X[row_perm[i]][col_perm[j]] (m x n; out and X distinct).
