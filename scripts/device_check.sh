@@ -44,8 +44,8 @@ log "bench_model_cuda (OLMo-1B, micro-batch 4, fp32): rc $? $(python3 -c "import
 # OLMo-1B training on the GPU (runtime.backend cuda, runtime.precision bf16: the defaults): 20
 # steps of each shipped config at seq 2048 on random token ids (the GPU machine has no corpus),
 # the largest micro-batch of 8, 4 that fits, one micro-batch per step: AdamW, then SOAP in native
-# mode (refreshes inline: the reference, with its spikes every 10 steps) and in asteria mode
-# (refreshes on the host workers, published D steps later). SOAP's first step computes every
+# mode (refreshes inline with cuSOLVER: the reference, with its spikes every 10 steps) and in
+# asteria mode (refreshes on the host workers with LAPACK, published D steps later). SOAP's first step computes every
 # block's first eigenbasis (cuSOLVER): the summary leaves out 2 warm-up steps.
 python3 -c "
 import array, random
@@ -73,13 +73,15 @@ train() {   # NAME CONFIG LIMIT_S [--set ...]: 20 steps, micro-batch 8 or else 4
       --set data.train="$OUT/tokens.bin" --set data.eval= --set run.dir="$OUT/$name" --set run.overwrite=true \
       --set train.steps=20 --set train.warmup_steps=2 --set train.grad_accum=1 --set train.micro_batch=$mb \
       --set checkpoint.enabled=false "$@" > "$OUT/$name.log" 2>&1 && break
-    log "$name at micro-batch $mb: rc $? ($(tail -1 "$OUT/$name.log"))"
+    local rc=$?
+    log "$name at micro-batch $mb: rc $rc ($(tail -1 "$OUT/$name.log"))"
+    [[ $rc -eq 124 ]] && break   # out of time: a smaller micro-batch would not finish either
   done
   log "$name: $(summary "$OUT/$name/metrics.jsonl")"
 }
-train olmo-1b-adamw-cuda configs/olmo-1b-adamw.yaml 150
-train olmo-1b-soap-native-cuda configs/olmo-1b-soap.yaml 200 --set runtime.mode=native
-train olmo-1b-soap-asteria-cuda configs/olmo-1b-soap.yaml 200 --set runtime.mode=asteria
+train olmo-1b-adamw-cuda configs/olmo-1b-adamw.yaml 100
+train olmo-1b-soap-native-cuda configs/olmo-1b-soap.yaml 150 --set runtime.mode=native
+train olmo-1b-soap-asteria-cuda configs/olmo-1b-soap.yaml 150 --set runtime.mode=asteria
 rm -f "$OUT/tokens.bin"
 log "done, status $status"
 exit $status
