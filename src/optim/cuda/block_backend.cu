@@ -104,26 +104,18 @@ __global__ void kl_damp_kernel(float* P, const float* dL, const float* dR, int64
   P[k] = __fmul_rn(P[k], __fdiv_rn(s, __fadd_rn(1.0f, __fmul_rn(s, damping))));
 }
 
-// One thread per row (ldiag, j ascending) or per column (rdiag, i ascending): the CPU's order.
-__global__ void kl_row_diagonal_kernel(const float* H, const float* dR, int64_t m, int64_t n, double* ldiag) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= m) return;
+// out[a] = sum_b (H[a * outer + b * inner] s[b])^2 over b ascending, one thread per a: rows
+// (outer n, inner 1, s = dR) give ldiag, columns (outer 1, inner n, s = dL) rdiag, in the CPU's order.
+__global__ void kl_diagonal_kernel(const float* H, const float* s, int64_t count, int64_t length, int64_t outer,
+                                   int64_t inner, double* out) {
+  const int64_t a = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (a >= count) return;
   double acc = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    const double x = __dmul_rn(static_cast<double>(H[i * n + j]), static_cast<double>(dR[j]));
+  for (int64_t b = 0; b < length; ++b) {
+    const double x = __dmul_rn(static_cast<double>(H[a * outer + b * inner]), static_cast<double>(s[b]));
     acc = __dadd_rn(acc, __dmul_rn(x, x));
   }
-  ldiag[i] = acc;
-}
-__global__ void kl_column_diagonal_kernel(const float* H, const float* dL, int64_t m, int64_t n, double* rdiag) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= n) return;
-  double acc = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    const double x = __dmul_rn(static_cast<double>(H[i * n + j]), static_cast<double>(dL[i]));
-    acc = __dadd_rn(acc, __dmul_rn(x, x));
-  }
-  rdiag[j] = acc;
+  out[a] = acc;
 }
 
 __global__ void scale_columns_kernel(float* X, const float* s, int64_t m, int64_t n) {
@@ -304,8 +296,8 @@ class CudaBlockBackend final : public BlockBackend {
       t.diagonals.resize(static_cast<size_t>(m + n));
     }
     double* d = t.diagonals.data();
-    if (m > 0) kl_row_diagonal_kernel<<<grid_for(m), 256, 0, current_stream()>>>(H, dR, m, n, d);
-    if (n > 0) kl_column_diagonal_kernel<<<grid_for(n), 256, 0, current_stream()>>>(H, dL, m, n, d + m);
+    if (m > 0) kl_diagonal_kernel<<<grid_for(m), 256, 0, current_stream()>>>(H, dR, m, n, n, 1, d);
+    if (n > 0) kl_diagonal_kernel<<<grid_for(n), 256, 0, current_stream()>>>(H, dL, n, m, 1, n, d + m);
     ASTERIA_CUDA_LAUNCH_CHECK();
     cuda::copy_to_host(ldiag, d, static_cast<size_t>(m) * sizeof(double));
     cuda::copy_to_host(rdiag, d + m, static_cast<size_t>(n) * sizeof(double));
