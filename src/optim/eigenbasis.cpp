@@ -7,11 +7,8 @@
 
 #include "core/error.hpp"
 #include "core/cpu/gemm.hpp"
-#include "optim/block_math.hpp"
 
 namespace asteria {
-
-using namespace blockmath;
 
 EigenbasisBlock::EigenbasisBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
                                  std::vector<StateSpec> states, bool own_memory, const BlockBackend& backend,

@@ -2,7 +2,6 @@
 
 #include <omp.h>
 
-#include <cmath>
 #include <map>
 
 #include "core/error.hpp"
