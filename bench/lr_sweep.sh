@@ -6,6 +6,7 @@
 # plot of eval loss vs wall-clock for the four best runs. The grid's edge is flagged when a best lr
 # lies on it.
 #   bench/lr_sweep.sh [STEPS] [FACTORS]        defaults: 400, "0.5 1 2 0.25"
+#   OPTIMIZERS="soap kl-shampoo" bench/lr_sweep.sh 400 4   extend the grid for some (a best lr on its edge)
 # 16 runs of 400 steps take ~5 h on a 2-core machine, more than one session: every finished run
 # leaves a small record (its eval curve, its CPU, its own step times) in bench/results/lr-sweep/runs/,
 # which is committed, and running the script again skips the runs that have one. The order is
@@ -18,13 +19,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-400}
 FACTORS=${2:-0.5 1 2 0.25}
+OPTIMIZERS=${OPTIMIZERS:-adamw soap shampoo kl-shampoo}
 OUT=${ASTERIA_BENCH_OUT:-bench/results/lr-sweep}
 RAW=${ASTERIA_BENCH_RAW:-runs/bench/lr-sweep}
 scripts/setup.sh >/dev/null
 scripts/prepare_data.sh 4096 >/dev/null
 mkdir -p "$OUT/runs" "$RAW"
 for f in $FACTORS; do
-  for opt in adamw soap shampoo kl-shampoo; do
+  for opt in $OPTIMIZERS; do
     cfg=configs/bench-small-$opt.yaml
     base=$(awk '$1 == "lr:" {print $2; exit}' "$cfg")
     mode=asteria
