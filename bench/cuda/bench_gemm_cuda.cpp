@@ -21,6 +21,7 @@
 #include "core/backend.hpp"
 #include "core/cuda/cublaslt_gemm.hpp"
 #include "core/cuda/cuda_check.hpp"
+#include "core/cuda/cuda_context.hpp"
 #include "core/nvml_energy.hpp"
 
 namespace {
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
   out["micro_batch"] = micro_batch;
   out["tokens"] = M;
   out["peak_bf16_dense_tflops"] = peak;
-  NvmlEnergy energy(0);
+  NvmlEnergy energy(cuda::current_device_pci_bus_id());   // the GPU computed on
   out["energy_counter"] = energy.available() ? "nvml" : energy.why_not();
   for (ScalarType in : {ScalarType::BF16, ScalarType::F32}) {
     const char* label = in == ScalarType::BF16 ? "bf16_in_fp32_out" : "fp32";

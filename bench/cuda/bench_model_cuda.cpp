@@ -22,6 +22,7 @@
 
 #include "core/backend.hpp"
 #include "core/cuda/cuda_check.hpp"
+#include "core/cuda/cuda_context.hpp"
 #include "core/nvml_energy.hpp"
 #include "core/timer.hpp"
 #include "model/model.hpp"
@@ -57,7 +58,7 @@ nlohmann::json run(const ModelConfig& cfg, const ActivationCheckpointing& ckpt, 
   const size_t non_embedding = model.num_params() - embed + (cfg.tied_embeddings ? embed : 0);
   const double flops_per_token = 6.0 * non_embedding + 12.0 * cfg.n_layers * cfg.d_model * cfg.seq_len;
 
-  NvmlEnergy energy(0);
+  NvmlEnergy energy(cuda::current_device_pci_bus_id());   // the GPU computed on
   std::vector<double> step_s, fwd_s;
   double loss = 0, joules = 0;
   const int warmup = 2;

@@ -83,6 +83,8 @@ std::unique_ptr<Backend> make_cpu_backend();
 // True when this build has the CUDA backend and a device can be opened; otherwise false with
 // the reason in *why (no CUDA in this build, no driver, no device).
 bool cuda_backend_available(std::string* why = nullptr);
+// The CUDA devices this process sees (0 without the backend, a driver or a device).
+int cuda_device_count();
 // The CUDA backend on `device`; throws with the reason when cuda_backend_available is false.
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
 

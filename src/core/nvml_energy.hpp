@@ -11,7 +11,11 @@ namespace asteria {
 
 class NvmlEnergy {
  public:
+  // The GPU of NVML index `device` (NVML's order: it ignores CUDA_VISIBLE_DEVICES).
   explicit NvmlEnergy(int device = 0);
+  // The GPU at a PCI bus id ("0000:19:00.0", as cudaDeviceGetPCIBusId gives it): the CUDA
+  // device a process computes on, whatever CUDA_VISIBLE_DEVICES renumbered.
+  explicit NvmlEnergy(const std::string& pci_bus_id);
   ~NvmlEnergy();
   NvmlEnergy(const NvmlEnergy&) = delete;
   NvmlEnergy& operator=(const NvmlEnergy&) = delete;
@@ -21,6 +25,10 @@ class NvmlEnergy {
   std::optional<double> joules() const;
 
  private:
+  // Opens NVML and the device find(&handle) looks up (NVML's result: 0 found); else why_not_ says why.
+  template <class Find>
+  void open(Find find);
+
   void* lib_ = nullptr;
   void* device_ = nullptr;   // nvmlDevice_t
   void* read_ = nullptr;     // nvmlDeviceGetTotalEnergyConsumption

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
+#include "fsdp/replica_mean.hpp"
 #include "optim/blocks.hpp"
 
 namespace asteria {
@@ -114,14 +115,21 @@ void Sharding::reduce_scatter(int layer, float* whole, const std::string& label)
 void Sharding::reduce_over_replicas(int layer, float* part, const std::string& label) {
   if (!reduces()) return;
   const size_t n = count(layer);
-  if (replicas_) {
-    Request r = replicas_->all_reduce(part, n, sharded() ? label + " (across replicas)" : label);
-    replicas_->wait(r);
-    bytes_.replicas += 2 * (replicas_->size() - 1) * n * sizeof(float) / replicas_->size();
+  if (Communicator* c = device_replicas_ ? device_replicas_ : replicas_) {
+    Request r = c->all_reduce(part, n, sharded() ? label + " (across replicas)" : label);
+    c->wait(r);
+    bytes_.replicas += 2 * (c->size() - 1) * n * sizeof(float) / c->size();
   }
-  // One thread: this runs on the comm lane, beside the compute lane's OpenMP team.
-  const float inv = 1.0f / static_cast<float>(world_);
-  for (size_t i = 0; i < n; ++i) part[i] *= inv;
+  if (device_replicas_)
+    cuda::scale_to_mean(part, n, world_);
+  else
+    scale_to_mean(part, n, world_);
+}
+
+void Sharding::use_device_replicas(Communicator& comm) {
+  ASTERIA_ASSERT(!sharded() && replicas_ && comm.size() == replicas_->size() && comm.rank() == replicas_->rank(),
+                 "device replicas: only replicated runs, over the replica group's ranks");
+  device_replicas_ = &comm;
 }
 
 void Sharding::sum_over_group(double* data, size_t count, const std::string& label) {

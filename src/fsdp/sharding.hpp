@@ -86,6 +86,10 @@ class Sharding {
   // part: this rank's count(layer) floats of the gradient (shard_grads(l) sharded, the whole
   // gradient otherwise); summed over the replica group and scaled to the mean over all ranks.
   void reduce_over_replicas(int layer, float* part, const std::string& label);
+  // The CUDA backend (fsdp none): reduce_over_replicas's `part` is then device memory, summed
+  // over `comm` (the NCCL communicator of the same replicas) and scaled on the device. replicas()
+  // stays the host's communicator (coherence ships refresh results in host memory over it).
+  void use_device_replicas(Communicator& comm);
   // The sum over the shard group (each rank adds its owned part's value), in place.
   void sum_over_group(double* data, size_t count, const std::string& label);
   // Bytes this rank sent in collectives since the last call.
@@ -96,6 +100,7 @@ class Sharding {
   int world_;
   Communicator* group_;                 // the shard group (a group of one: a local communicator)
   Communicator* replicas_;              // the replica group (null: none)
+  Communicator* device_replicas_ = nullptr;   // the same ranks over device memory (CUDA backend)
   std::unique_ptr<Communicator> local_;
   std::vector<LayerShards> shards_;
   std::vector<ParamTable> owned_;

@@ -6,6 +6,7 @@
 #ifdef ASTERIA_HAVE_CUDA
 #include <vector>
 
+#include "core/cuda/cuda_context.hpp"
 #include "core/cuda/device_buffer.hpp"
 #include "core/nvml_energy.hpp"
 #include "model/ops/op_set.hpp"
@@ -107,6 +108,7 @@ class CudaTraining final : public DeviceTraining {
   double last_z_loss() const override { return model_.last_z_loss(); }
 
   double grad_sum_of_squares(int l) override { return cuda::sum_of_squares(model_.grads(l), model_.table(l).numel); }
+  float* grads(int l) override { return model_.grads(l); }
 
   void optim_step(int l, float grad_scale, double lr, int64_t step) override {
     float* g = model_.grads(l);
@@ -157,7 +159,7 @@ class CudaTraining final : public DeviceTraining {
   Model<float, Ops> model_;
   std::unique_ptr<SecondOrderOptimizer> second_order_;   // on the device (null: AdamW)
   std::vector<LayerState> state_;
-  NvmlEnergy energy_{0};
+  NvmlEnergy energy_{cuda::current_device_pci_bus_id()};   // the GPU this process computes on
 };
 
 }  // namespace

@@ -14,9 +14,13 @@
 // checkpoints and the final parameters are read from them after download(). Everything else the
 // trainer has (plan, executor, data, metrics, checkpoints) is the CPU run's, unchanged.
 //
-// This version: one rank, fp32 values with the linear layers' GEMMs on fp32 or
+// Several ranks (distributed.fsdp none) each hold the whole model on their own GPU (device 0 of
+// the process: train/rank_device.hpp); the trainer all-reduces each layer's gradient in device
+// memory over NCCL (Sharding::use_device_replicas) between backward and grad_norm.
+//
+// This version: whole layers (no sharding), fp32 values with the linear layers' GEMMs on fp32 or
 // (runtime.precision bf16, the default) bf16 operands, the legacy default stream (config.cpp
-// check_supported refuses what it does not cover, with the reason).
+// check_supported and the trainer refuse what it does not cover, with the reason).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -51,6 +55,9 @@ class DeviceTraining {
   // Layer l's gradient: its sum of squares (the grad_norm op; returns once on the host), and the
   // optimizer's step of layer l with it, which then zeroes it (as the CPU's optim_step does).
   virtual double grad_sum_of_squares(int l) = 0;
+  // Layer l's gradient in device memory (table(l).numel floats), complete once backward(l)
+  // returned: what the replicas' all-reduce sums in place.
+  virtual float* grads(int l) = 0;
   virtual void optim_step(int l, float grad_scale, double lr, int64_t step) = 0;
 
   // The image's parameters and optimizer state (with its counters) onto the device, and back

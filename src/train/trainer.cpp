@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <string_view>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "data/token_file.hpp"
 #include "fsdp/communicator.hpp"
 #include "fsdp/layer_slots.hpp"
+#include "fsdp/nccl_communicator.hpp"
 #include "fsdp/sharding.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
 #include "fsdp/topology.hpp"
@@ -38,6 +40,7 @@
 #include "train/metrics.hpp"
 #include "train/memory_estimate.hpp"
 #include "train/optimizer_factory.hpp"
+#include "train/rank_device.hpp"
 #include "train/resume_check.hpp"
 #include "train/step_plan.hpp"
 #include "train/stop_signals.hpp"
@@ -120,6 +123,7 @@ struct Trainer::Impl {
   // runtime.backend cuda: the model and its update on the GPU; `model` and `optimizer` are then
   // the host image it starts from and checkpoints are written from (device_training.hpp).
   std::unique_ptr<DeviceTraining> device;
+  std::unique_ptr<Communicator> device_replicas;   // NCCL, with device and several ranks
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
   std::string resume_dir;                       // the checkpoint restored, or ""
   ResumePoint resumed;
@@ -149,13 +153,25 @@ struct Trainer::Impl {
     world = comm->size();
     ASTERIA_CHECK(cfg.distributed.world_size == 0 || cfg.distributed.world_size == world, cfg.source, ": distributed.world_size is ",
                   cfg.distributed.world_size, " but this launch has ", world, " rank(s) (the key plans --dry-run / --print-plan)");
-    ASTERIA_CHECK(cfg.runtime.backend == "cpu" || world == 1, cfg.source, ": runtime.backend ", cfg.runtime.backend,
-                  " runs one rank in this version, but this launch has ", world, " (the NCCL communicator is not built yet)");
+    ASTERIA_CHECK(cfg.runtime.backend == "cpu" || world == 1 || cfg.distributed.fsdp == "none", cfg.source,
+                  ": runtime.backend ", cfg.runtime.backend, " with ", world, " ranks needs distributed.fsdp none (each rank "
+                  "the whole model on its own GPU, gradients all-reduced over NCCL); sharding on the GPU (fsdp ",
+                  cfg.distributed.fsdp, ") is not built yet");
     topo = make_topology(*comm, cfg.distributed.ranks_per_node);
     topo.set_timeout(cfg.distributed.timeout_s);
     check_supported(cfg);
-    // Before any file is opened: a GPU run where there is none says so first.
-    if (std::string why; cfg.runtime.backend == "cuda" && !cuda_backend_available(&why)) fail("runtime.backend cuda: ", why);
+    // Before any file is opened: a GPU run where there is none says so first. With several
+    // ranks each sees only its own GPU, from before the process's first CUDA call.
+    if (cfg.runtime.backend == "cuda") {
+      std::string where;
+      if (world > 1) {
+        const std::string mine = rank_visible_devices(topo.local_rank, topo.ranks_per_node, std::getenv("CUDA_VISIBLE_DEVICES"));
+        setenv("CUDA_VISIBLE_DEVICES", mine.c_str(), 1);
+        where = "rank " + std::to_string(rank) + " (local rank " + std::to_string(topo.local_rank) + " of " +
+                std::to_string(topo.ranks_per_node) + ", CUDA_VISIBLE_DEVICES=" + mine + "): ";
+      }
+      if (std::string why; !cuda_backend_available(&why)) fail("runtime.backend cuda: ", where, why);
+    }
     ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
                   "made by `asteria-data encode`)");
     resume_dir = resolve_resume(cfg);
@@ -174,7 +190,9 @@ struct Trainer::Impl {
            "set run.overwrite=true, or resume it (--resume latest)");
     }
     // Before anything model-sized is allocated: refuse a run the machine cannot hold.
-    check_memory(cfg, world == 1 ? process_memory(cfg) : rank_memory(cfg, world, topo.ranks_per_node), topo.ranks_per_node);
+    // (On the GPU every rank is a whole process's host side: fsdp none.)
+    check_memory(cfg, world == 1 || cfg.runtime.backend == "cuda" ? process_memory(cfg) : rank_memory(cfg, world, topo.ranks_per_node),
+                 topo.ranks_per_node);
     set_threads(cfg.runtime.threads);
     const TokenDtype dtype = data_dtype(cfg);
     train_file = TokenFile(cfg.data.train, dtype, cfg.model.vocab_size);
@@ -227,6 +245,12 @@ struct Trainer::Impl {
     if (cfg.runtime.backend == "cuda") {
       device = make_device_training(cfg, *model, *optimizer);
       if (second_order) second_order = device->second_order();
+      // Replicas: the gradients' all-reduce in device memory, over NCCL among the same ranks.
+      if (Communicator* replicas = sharding->replicas()) {
+        device_replicas = make_nccl_communicator(*replicas, /*device=*/0);
+        device_replicas->set_timeout(cfg.distributed.timeout_s);
+        sharding->use_device_replicas(*device_replicas);
+      }
     }
     if (cfg.runtime.mode == "asteria" && second_order) {
       if (shadow_lane(cfg) == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
@@ -284,6 +308,7 @@ struct Trainer::Impl {
   // when sharded), compared on every rank with the first rank holding the same part.
   void check_replicas_identical(const std::string& when) {
     if (world == 1) return;
+    if (device) device->download();   // the device's parameters (and state) into the image hashed here
     const bool sharded = sharding->sharded();
     uint64_t h = 0;
     for (int l = 0; l < model->num_layers(); ++l) {
@@ -359,7 +384,8 @@ struct Trainer::Impl {
     });
     // Replicated: the mean over the ranks of the whole gradient (each already the mean of its micro-batches).
     executor->bind(OpKind::AllReduce, [this](const Op& op) {
-      sharding->reduce_over_replicas(op.layer, model->grads(op.layer), "all_reduce of the gradient of " + model->layer_name(op.layer));
+      float* g = device ? device->grads(op.layer) : model->grads(op.layer);
+      sharding->reduce_over_replicas(op.layer, g, "all_reduce of the gradient of " + model->layer_name(op.layer));
     });
     executor->bind(OpKind::GradNorm, [this](const Op& op) {
       grad_sq[op.layer] = device ? device->grad_sum_of_squares(op.layer)

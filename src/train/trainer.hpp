@@ -31,13 +31,15 @@ struct TrainResult {
 // script tests it): 75, EX_TEMPFAIL ("try again").
 constexpr int kExitCheckpointedOnSignal = 75;
 
-// Several ranks (a `world` communicator of more than one rank, distributed.fsdp none): every
-// rank holds the whole model and optimizer state (replicated, DDP-like); rank r trains on
-// instances r, r + W, ... of each global micro-batch, gradients are summed over the ranks and
-// divided by W, so every rank takes the same step and the replicas stay bit-identical (checked
-// at the end). Only rank 0 writes run.dir (config, metrics, progress, checkpoints: the whole
-// state, one file, which any world size resumes). A stop signal on any rank stops every rank
-// after the same step. Sharding (fsdp full / hybrid) is not built yet and is refused.
+// Several ranks (a `world` communicator of more than one rank): with distributed.fsdp none every
+// rank holds the whole model and optimizer state (replicated, DDP-like); full and hybrid shard
+// them (fsdp/sharding.hpp). Rank r trains on instances r, r + W, ... of each global micro-batch,
+// gradients are summed over the ranks and divided by W, so every rank takes the same step and
+// the replicas stay bit-identical (checked at the end). Rank 0 writes run.dir (config, metrics,
+// progress); a stop signal on any rank stops every rank after the same step. On
+// runtime.backend cuda each rank computes on its own GPU (train/rank_device.hpp) and the
+// gradients' all-reduce runs over NCCL in device memory; there only fsdp none is built (full and
+// hybrid are refused).
 class Communicator;
 
 class Trainer {

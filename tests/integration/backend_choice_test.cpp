@@ -46,11 +46,33 @@ TEST(BackendChoice, CudaWithoutADeviceExitsNonZeroBeforeWritingTheRun) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("run/metrics.jsonl")));
 }
 
-TEST(BackendChoice, CudaWithTwoRanksIsRefusedAtLoad) {
+TEST(BackendChoice, CudaWithSeveralRanksNeedsFsdpNone) {
   TempDir dir("backend-ranks");
   Config cfg = tiny(dir, "adamw");
   cfg.distributed.world_size = 2;
-  EXPECT_THROW(check_supported(cfg), Error);
+  EXPECT_THROW(check_supported(cfg), Error);   // fsdp full, the default
+  cfg.distributed.fsdp = "none";
+  EXPECT_NO_THROW(check_supported(cfg));
+}
+
+// Under real mpirun: sharding on the GPU is refused naming fsdp none; replicas where the ranks
+// do not each have a GPU say which rank saw which devices. Nothing is written either way.
+TEST(BackendChoice, TwoRanksOnCudaWithoutAGpuEachExitNonZeroBeforeWritingTheRun) {
+  if (cuda_device_count() >= 2) GTEST_SKIP() << "two GPUs are here: tests/cuda train two ranks on them";
+  TempDir dir("backend-two-ranks");
+  asteria::testing::write_bigram_tokens(dir.file("train.bin"), 20000, 512, 1);
+  // (CUDA_VISIBLE_DEVICES as on a plain launch: unset.)
+  const std::string train = "env -u CUDA_VISIBLE_DEVICES " + asteria::testing::kMpirun + "-np 2 -x OMP_NUM_THREADS=1 " + asteria::testing::kTrain +
+                            " --config " + asteria::testing::kConfigs + "/tiny-adamw.yaml --set data.train=" +
+                            dir.file("train.bin") + " --set data.eval= --set run.dir=" + dir.file("run") +
+                            " --set train.steps=2 --set runtime.backend=cuda";
+  std::string out;
+  EXPECT_NE(asteria::testing::run_command(train + " --set distributed.fsdp=full", &out), 0) << out;
+  EXPECT_NE(out.find("runtime.backend cuda with 2 ranks needs distributed.fsdp none"), std::string::npos) << out;
+  EXPECT_NE(asteria::testing::run_command(train + " --set distributed.fsdp=none", &out), 0) << out;
+  // Rank 1 sees device 1 only; where there is no GPU at all rank 0 says so too.
+  EXPECT_NE(out.find("runtime.backend cuda: rank 1 (local rank 1 of 2, CUDA_VISIBLE_DEVICES=1): "), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("run/metrics.jsonl")));
 }
 
 TEST(BackendChoice, DryRunSplitsDeviceAndHostMemory) {

@@ -106,6 +106,15 @@ bool cuda_backend_available(std::string* why) {
   return true;
 }
 
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   std::string why;
   ASTERIA_CHECK(cuda_backend_available(&why), why);

@@ -51,4 +51,12 @@ void* thread_workspace(size_t bytes) {
   return w.data;
 }
 
+std::string current_device_pci_bus_id() {
+  int device = 0;
+  ASTERIA_CUDA_CHECK(cudaGetDevice(&device));
+  char id[32] = {};
+  ASTERIA_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof id, device));
+  return id;
+}
+
 }  // namespace asteria::cuda

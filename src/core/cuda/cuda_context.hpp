@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <string>
 
 namespace asteria::cuda {
 
@@ -31,5 +32,9 @@ cublasHandle_t thread_cublas();
 // A device buffer of at least `bytes` for the calling thread's ops, valid until the next call
 // on this thread. Growing it synchronizes the current stream first (the old buffer may be in use).
 void* thread_workspace(size_t bytes);
+
+// The PCI bus id of the calling thread's current device ("0000:19:00.0"): how NVML finds the
+// same GPU (nvml_energy.hpp).
+std::string current_device_pci_bus_id();
 
 }  // namespace asteria::cuda
