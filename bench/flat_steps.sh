@@ -38,6 +38,8 @@ for opt in $OPTIMIZERS; do
 done
 {
   echo "bench/flat_steps.sh $STEPS: shipped configs, runtime.mode native or asteria, eval off; step times skip the first $SKIP steps (the lr warm-up)"
+  isa=AVX2; grep -qw avx512f /proc/cpuinfo && isa=AVX-512
+  echo "cpu: $(lscpu | awk -F': +' '/^Model name/ {print $2}') $isa, $(nproc) cores"
   echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset} cores=$(nproc) $(date -u +%F)"
   /usr/bin/python3 bench/summarize_runs.py --skip-steps "$SKIP" --baseline "$RAW/adamw" "${runs[@]}" --json "$OUT/summary.json"
   echo

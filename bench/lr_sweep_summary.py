@@ -22,6 +22,10 @@ for f in sorted((out / "runs").glob("*.json")):
     if r["steps"] == steps:
         runs.setdefault(r["optimizer"], {})[r["lr"]] = r
 step_s = {}
+# The CPU the step times were measured on (the "cpu:" line of summary.txt beside the JSON).
+flat_txt = flat.with_name("summary.txt")
+flat_cpu = next((l[5:].strip() for l in flat_txt.read_text().splitlines() if l.startswith("cpu: ")),
+                "CPU not recorded") if flat_txt.exists() else "CPU not recorded"
 if flat.exists():
     for r in json.loads(flat.read_text())["runs"]:
         step_s[r["run"]] = r["step_time_mean_s"]
@@ -78,7 +82,7 @@ if "adamw" in best:
                      f"{fmt(timed, '.0f')} | {fmt(row['timed_vs_adamw'], '.2f')} | "
                      f"{fmt(row['own_clock_s_to_target'], '.0f')} | {fmt(row['own_clock_vs_adamw'], '.2f')} |")
     lines += ["", f"Target: AdamW's best final eval loss, {target:.4f}. Timed step means (bench/flat_steps.sh, "
-              f"{flat}): " + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(step_s.items()))]
+              f"{flat}, on {flat_cpu}): " + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(step_s.items()))]
 machines = sorted({r["machine"] for _, r, _ in best.values()})
 lines.append("CPU of the best runs: " + "; ".join(machines))
 if len(machines) > 1:
