@@ -455,11 +455,15 @@ void check_supported(const Config& cfg) {
     if (rt.tiers.device.bytes != "unlimited" || rt.tiers.host.bytes != "unlimited" || rt.tiers.disk.bytes != "unlimited")
       fail(cfg.source, ": runtime.tiers budgets are not supported with runtime.backend cuda in this version "
            "(the optimizer state is all in device memory)");
-    if (cfg.distributed.world_size > 1 && cfg.distributed.fsdp != "none")
-      fail(cfg.source, ": runtime.backend cuda with ", cfg.distributed.world_size, " ranks (distributed.world_size) needs "
-           "distributed.fsdp none (each rank the whole model on its own GPU, gradients all-reduced over NCCL); sharding "
-           "on the GPU (fsdp ", cfg.distributed.fsdp, ") is not built yet");
   }
+  if (cfg.distributed.world_size > 0) check_supported_world(cfg, cfg.distributed.world_size);
+}
+
+void check_supported_world(const Config& cfg, int world) {
+  if (cfg.runtime.backend == "cuda" && world > 1 && cfg.distributed.fsdp != "none")
+    fail(cfg.source, ": runtime.backend cuda with ", world, " ranks needs distributed.fsdp none (each rank the whole "
+         "model on its own GPU, gradients all-reduced over NCCL); sharding on the GPU (fsdp ", cfg.distributed.fsdp,
+         ") is not built yet");
 }
 
 }  // namespace asteria

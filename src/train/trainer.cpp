@@ -153,10 +153,7 @@ struct Trainer::Impl {
     world = comm->size();
     ASTERIA_CHECK(cfg.distributed.world_size == 0 || cfg.distributed.world_size == world, cfg.source, ": distributed.world_size is ",
                   cfg.distributed.world_size, " but this launch has ", world, " rank(s) (the key plans --dry-run / --print-plan)");
-    ASTERIA_CHECK(cfg.runtime.backend == "cpu" || world == 1 || cfg.distributed.fsdp == "none", cfg.source,
-                  ": runtime.backend ", cfg.runtime.backend, " with ", world, " ranks needs distributed.fsdp none (each rank "
-                  "the whole model on its own GPU, gradients all-reduced over NCCL); sharding on the GPU (fsdp ",
-                  cfg.distributed.fsdp, ") is not built yet");
+    check_supported_world(cfg, world);
     topo = make_topology(*comm, cfg.distributed.ranks_per_node);
     topo.set_timeout(cfg.distributed.timeout_s);
     check_supported(cfg);
