@@ -7,7 +7,7 @@
 # lies on it.
 #   bench/lr_sweep.sh [STEPS] [FACTORS]        defaults: 400, "0.5 1 2 0.25"
 #   OPTIMIZERS="soap kl-shampoo" bench/lr_sweep.sh 400 4   extend the grid for some (a best lr on its edge)
-# 16 runs of 400 steps take ~5 h on a 2-core machine, more than one session: every finished run
+# 16 runs of 400 steps take 3-5 h on a 2-core machine (10-20 min each), often more than a session: every finished run
 # leaves a small record (its eval curve, its CPU, its own step times) in bench/results/lr-sweep/runs/,
 # which is committed, and running the script again skips the runs that have one. The order is
 # factor by factor, so all four optimizers have points early.
