@@ -132,12 +132,15 @@ class CudaTraining final : public DeviceTraining {
   }
 
   void download() override {
-    for (int l = 0; l < model_.num_layers(); ++l) {
-      CudaOps::to_host(image_.params(l), model_.params(l), image_.table(l).numel);
-      const LayerState& s = state_[l];
+    download_params();
+    for (const LayerState& s : state_)
       for (size_t i = 0; i < s.host.size(); ++i) CudaOps::to_host(s.host[i]->data(), s.copies[i].data(), s.host[i]->size());
-    }
     if (second_order_) host_opt_.restore_counters(second_order_->counters());
+  }
+
+  void download_params() override {
+    for (int l = 0; l < model_.num_layers(); ++l)
+      CudaOps::to_host(image_.params(l), model_.params(l), image_.table(l).numel);
   }
 
   SecondOrderOptimizer* second_order() override { return second_order_.get(); }

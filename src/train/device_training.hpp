@@ -64,6 +64,8 @@ class DeviceTraining {
   // into the image; each returns when the copy is complete.
   virtual void upload() = 0;
   virtual void download() = 0;
+  // Only the parameters back into the image (what the replicas' bit check hashes).
+  virtual void download_params() = 0;
   // The optimizer that steps on the device when it is a second-order one (the shadow pipeline
   // snapshots and publishes its blocks), else null.
   virtual SecondOrderOptimizer* second_order() = 0;

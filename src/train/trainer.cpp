@@ -244,8 +244,7 @@ struct Trainer::Impl {
       if (second_order) second_order = device->second_order();
       // Replicas: the gradients' all-reduce in device memory, over NCCL among the same ranks.
       if (Communicator* replicas = sharding->replicas()) {
-        device_replicas = make_nccl_communicator(*replicas, /*device=*/0);
-        device_replicas->set_timeout(cfg.distributed.timeout_s);
+        device_replicas = make_nccl_communicator(*replicas, /*device=*/0);   // replicas' timeout
         sharding->use_device_replicas(*device_replicas);
       }
     }
@@ -305,7 +304,7 @@ struct Trainer::Impl {
   // when sharded), compared on every rank with the first rank holding the same part.
   void check_replicas_identical(const std::string& when) {
     if (world == 1) return;
-    if (device) device->download();   // the device's parameters (and state) into the image hashed here
+    if (device) device->download_params();   // the device's parameters into the image hashed here
     const bool sharded = sharding->sharded();
     uint64_t h = 0;
     for (int l = 0; l < model->num_layers(); ++l) {
