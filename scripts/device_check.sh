@@ -63,6 +63,13 @@ print("tokens/step %d, step mean %.3f s p50 %.3f s p99 %.3f s max %.3f s (p99/p5
          t[min(len(t) - 1, int(0.99 * len(t)))] / t[len(t) // 2], tok / statistics.median(t),
          100 * statistics.median(r["mfu"] for r in rows), 100 * sum(r["optim_s"] for r in rows) / sum(t),
          "%.3f J/token" % (sum(e) / (tok * len(e))) if e else "no energy counter"))
+# asteria: how long the steps waited for the host workers' refreshes (publish at t + D); a
+# stall here means the workers' LAPACK is slower than one micro-batch per step (grad_accum 1)
+# needs, which the shipped grad_accum (512 micro-batches per step) leaves far behind.
+if "shadow_stall_s" in rows[0]:
+    print("  shadow stall %.3f s/step mean (max %.3f s), refreshes in flight at the end %d"
+          % (statistics.mean(r["shadow_stall_s"] for r in rows), max(r["shadow_stall_s"] for r in rows),
+             rows[-1]["shadow_in_flight"]))
 PY
 }
 train() {   # NAME CONFIG LIMIT_S [--set ...]: 20 steps, micro-batch 8 or else 4

@@ -12,13 +12,17 @@
 //    Event orders them (record on one, wait on the other).
 //  - copy / memset / gemm return once queued; the memory they touch must stay valid until the
 //    stream passes them (Stream::synchronize or an Event).
-//  - MemoryKind::Device is the compute memory (host memory on the CPU backend); PinnedHost is
-//    host memory the device copies to and from asynchronously (plain host memory on the CPU).
+//  - MemoryKind::Device is the compute memory (host memory on the CPU backend:
+//    device_memory_is_host()); PinnedHost is host memory the device copies to and from
+//    asynchronously (plain host memory on the CPU). Host memory from allocate() is 4096-byte
+//    aligned (direct I/O reads into it); device memory is touched only through copy / memset /
+//    gemm / ops unless device_memory_is_host().
 //  - Errors throw asteria::Error with the library's message.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace asteria {
 
@@ -67,6 +71,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;   // "cpu", "cuda:0 (NVIDIA H200)"
+  // Whether Device memory is host memory the calling thread may read and write directly.
+  virtual bool device_memory_is_host() const = 0;
   // Zero-filled; released with release(p, kind). Throws when the memory is not there.
   virtual void* allocate(size_t bytes, MemoryKind kind) = 0;
   virtual void release(void* p, MemoryKind kind) = 0;
@@ -76,6 +82,36 @@ class Backend {
   virtual void copy(void* dst, const void* src, size_t bytes, Stream& s) = 0;
   virtual void memset(void* dst, int value, size_t bytes, Stream& s) = 0;
   virtual void gemm(const GemmArgs& g, Stream& s) = 0;
+};
+
+// One allocation of a backend, zero-filled, released when this goes (the backend outlives it).
+class BackendBuffer {
+ public:
+  BackendBuffer() = default;
+  BackendBuffer(Backend& backend, size_t bytes, MemoryKind kind)
+      : backend_(&backend), data_(static_cast<uint8_t*>(backend.allocate(bytes, kind))), size_(bytes), kind_(kind) {}
+  BackendBuffer(BackendBuffer&& o) noexcept { swap(o); }
+  BackendBuffer& operator=(BackendBuffer&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ~BackendBuffer() {
+    if (data_) backend_->release(data_, kind_);
+  }
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void swap(BackendBuffer& o) {
+    std::swap(backend_, o.backend_);
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(kind_, o.kind_);
+  }
+  Backend* backend_ = nullptr;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  MemoryKind kind_ = MemoryKind::Device;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -62,6 +62,12 @@ class AdamW final : public Optimizer {
     float* v = nullptr;
   };
   static StateCopies state_copies(const std::vector<float*>& in_layer_states_order);
+  // Where this AdamW's own state tensors of layer l are bound now (by the tier manager: device
+  // memory on the CUDA backend).
+  StateCopies bound_copies(int layer) {
+    return {comp_.layer(layer), m_[layer].size() ? m_[layer].data() : nullptr,
+            v_[layer].size() ? v_[layer].data() : nullptr};
+  }
   // step_layer on such copies with `update`, an adamw_update of their memory (the CPU's, or
   // cuda::adamw_update on device pointers): the same ranges and coefficients as step_layer.
   template <class Update>

@@ -1,15 +1,19 @@
 #include "runtime/tier_manager.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
 
 namespace asteria {
 
-TierManager::TierManager(TierLayout layout, Optimizer& opt, const std::string& disk_file)
+TierManager::TierManager(TierLayout layout, Optimizer& opt, const std::string& disk_file, Backend& backend)
     : layout_(std::move(layout)),
-      device_(layout_.device_home_bytes + layout_.device_cache_bytes, kTierPage),
-      host_(layout_.host_bytes, kTierPage),
+      backend_(backend),
+      device_is_host_(backend.device_memory_is_host()),
+      stream_(device_is_host_ ? nullptr : backend.create_stream(StreamPriority::Low)),
+      device_(backend, layout_.device_home_bytes + layout_.device_cache_bytes, MemoryKind::Device),
+      host_(backend, layout_.host_bytes, MemoryKind::PinnedHost),
       planner_(layout_),
       missing_(new std::atomic<int>[layout_.num_layers()]) {
   tensors_.resize(layout_.states.size());
@@ -34,8 +38,40 @@ TierManager::TierManager(TierLayout layout, Optimizer& opt, const std::string& d
     missing_[l] = missing;
   }
   device_used_ = device_peak_ = layout_.device_home_bytes;
-  if (layout_.disk_bytes > 0)
+  if (layout_.disk_bytes > 0) {
     disk_ = std::make_unique<DiskTierFile>(disk_file, layout_.disk_bytes, layout_.states.size());
+    size_t largest = 0;
+    for (const TierState& s : layout_.states)
+      if (s.home == Tier::Disk) largest = std::max(largest, page_round(s.spec.bytes()));
+    bounce_ = BackendBuffer(backend_, largest, MemoryKind::PinnedHost);
+  }
+}
+
+void TierManager::device_copy(void* dst, const void* src, size_t bytes) {
+  if (device_is_host_) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  backend_.copy(dst, src, bytes, *stream_);
+  stream_->synchronize();
+}
+
+void TierManager::disk_to_device(int id, uint8_t* dev) {
+  const TierState& s = layout_.states[id];
+  if (device_is_host_) {
+    disk_->read(id, s.spec.name, s.home_offset, dev, s.spec.bytes());
+  } else {
+    disk_->read(id, s.spec.name, s.home_offset, bounce_.data(), s.spec.bytes());
+    device_copy(dev, bounce_.data(), s.spec.bytes());
+  }
+}
+
+bool TierManager::device_to_disk(int id, const uint8_t* dev) {
+  const TierState& s = layout_.states[id];
+  if (device_is_host_) return disk_->write(id, s.spec.name, s.home_offset, dev, s.spec.bytes());
+  // The bounce's tail past the state stays as it is: the disk tier checksums `bytes` only.
+  device_copy(bounce_.data(), dev, s.spec.bytes());
+  return disk_->write(id, s.spec.name, s.home_offset, bounce_.data(), s.spec.bytes());
 }
 
 void TierManager::bind(Executor& ex) {
@@ -58,10 +94,10 @@ void TierManager::run_moves(const std::vector<TierMove>& moves) {
     if (m.kind == TierMove::Kind::Load) {
       ASTERIA_ASSERT(!t.bound(), "state '", s.spec.name, "' is loaded twice");
       if (s.home == Tier::Host) {
-        std::memcpy(dev, host_.data() + s.home_offset, bytes);
+        device_copy(dev, host_.data() + s.home_offset, bytes);
         moved_.host_to_device += bytes;
       } else {
-        disk_->read(m.state, s.spec.name, s.home_offset, dev, bytes);
+        disk_to_device(m.state, dev);
         moved_.disk_to_device += bytes;
       }
       t.bind(reinterpret_cast<float*>(dev));
@@ -74,9 +110,9 @@ void TierManager::run_moves(const std::vector<TierMove>& moves) {
       ++missing_[s.layer];
       t.bind(nullptr);
       if (s.home == Tier::Host) {
-        std::memcpy(host_.data() + s.home_offset, dev, bytes);
+        device_copy(host_.data() + s.home_offset, dev, bytes);
         moved_.device_to_host += bytes;
-      } else if (disk_->write(m.state, s.spec.name, s.home_offset, dev, bytes)) {
+      } else if (device_to_disk(m.state, dev)) {
         moved_.device_to_disk += bytes;
       }
       device_used_ -= s.slot;
@@ -90,11 +126,10 @@ void TierManager::copy_out(int id, float* dst) {
   const size_t bytes = s.spec.bytes();
   if (bytes == 0) return;
   if (t.bound()) {
-    std::memcpy(dst, t.data(), bytes);
+    device_copy(dst, t.data(), bytes);
   } else if (s.home == Tier::Host) {
     std::memcpy(dst, host_.data() + s.home_offset, bytes);
   } else {
-    if (bounce_.size() < page_round(bytes)) bounce_.resize(page_round(bytes), kTierPage);
     disk_->read(id, s.spec.name, s.home_offset, bounce_.data(), bytes);
     std::memcpy(dst, bounce_.data(), bytes);
   }
@@ -103,7 +138,7 @@ void TierManager::copy_out(int id, float* dst) {
 const float* TierManager::memory_of(int id) {
   const TierState& s = layout_.states[id];
   StateTensor& t = *tensors_[id];
-  if (t.bound()) return t.data();
+  if (t.bound()) return device_is_host_ ? t.data() : nullptr;
   if (s.home == Tier::Host) return reinterpret_cast<const float*>(host_.data() + s.home_offset);
   return nullptr;
 }
@@ -114,11 +149,10 @@ void TierManager::copy_in(int id, const float* src) {
   const size_t bytes = s.spec.bytes();
   if (bytes == 0) return;
   if (t.bound()) {
-    std::memcpy(t.data(), src, bytes);
+    device_copy(t.data(), src, bytes);
   } else if (s.home == Tier::Host) {
     std::memcpy(host_.data() + s.home_offset, src, bytes);
   } else {
-    if (bounce_.size() < page_round(bytes)) bounce_.resize(page_round(bytes), kTierPage);
     std::memset(bounce_.data(), 0, page_round(bytes));
     std::memcpy(bounce_.data(), src, bytes);
     disk_->write(id, s.spec.name, s.home_offset, bounce_.data(), bytes);

@@ -1,22 +1,27 @@
 #pragma once
 // The tiered state manager (DESIGN.md "Runtime subsystems"): owns the memory of every optimizer
 // state tensor in three tiers and moves states between them as the plan says.
-//   device  one arena: the states homed there, then the cache region for visiting states (on
-//           the CPU backend a budgeted host arena, so the accounting and moves run everywhere);
-//   host    one arena of the states homed there;
-//   disk    one file per process (DiskTierFile: direct I/O, checksummed slots).
-// Construction binds the optimizer's state tensors: device-homed ones to their place in the
-// device arena for good, the others to nothing until a tier_prefetch loads them (using one
-// that is not loaded fails loudly). The planner (tier_planner.hpp) decides every move at plan
-// time; the staging-lane handlers replay them; the residency check makes the executor refuse
-// any op that would touch a layer's optimizer state while part of it is not on the device.
+//   device  one arena of the backend's Device memory (GPU memory on CUDA, host memory on the
+//           CPU backend, so the accounting and moves run everywhere): the states homed there,
+//           then the cache region for visiting states;
+//   host    one arena of the backend's PinnedHost memory: the states homed there;
+//   disk    one file per process (DiskTierFile: direct I/O, checksummed slots), read and
+//           written through a pinned bounce buffer when device memory is not host memory.
+// Construction binds the optimizer's state tensors (those of the optimizer that steps in the
+// backend's device memory): device-homed ones to their place in the device arena for good, the
+// others to nothing until a tier_prefetch loads them (using one that is not loaded fails
+// loudly). The planner (tier_planner.hpp) decides every move at plan time; the staging-lane
+// handlers replay them, copying on the manager's own low-priority stream and returning once
+// the copies are done (the plan's tier_wait is then the event the optimizer step waits for);
+// the residency check makes the executor refuse any op that would touch a layer's optimizer
+// state while part of it is not on the device.
 #include <array>
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/buffer.hpp"
+#include "core/backend.hpp"
 #include "optim/optimizer.hpp"
 #include "runtime/disk_tier_file.hpp"
 #include "runtime/executor.hpp"
@@ -35,7 +40,8 @@ class TierManager {
  public:
   // opt.layer_states(l) must list the states of layout.by_layer[l], in order (checked).
   // disk_file: the path of the disk tier's file (created only when some state lives on disk).
-  TierManager(TierLayout layout, Optimizer& opt, const std::string& disk_file);
+  // backend: where the device and host arenas are allocated and copied (it outlives this).
+  TierManager(TierLayout layout, Optimizer& opt, const std::string& disk_file, Backend& backend);
 
   const TierLayout& layout() const { return layout_; }
   TierPlanner& planner() { return planner_; }
@@ -47,28 +53,39 @@ class TierManager {
   TierStats take_stats();
   bool layer_resident(int layer) const { return missing_[layer].load() == 0; }
   // Checkpoints: the contents of state `id` (layout().states order) wherever it lives now, and
-  // back. Between steps only (no tier op in flight); the disk tier's checksums apply.
+  // back, from and into host memory. Between steps, or on the staging lane (no tier op in
+  // flight); the disk tier's checksums apply.
   void copy_out(int id, float* dst);
   void copy_in(int id, const float* src);
-  // Where state `id` can be read in memory now (its device copy, or its host home), or nullptr
-  // when only the disk tier has it (then copy_out).
+  // Where state `id` can be read in host memory now (its device copy when device memory is host
+  // memory, or its host home), or nullptr (then copy_out).
   const float* memory_of(int id);
   const DiskTierFile* disk() const { return disk_.get(); }
 
  private:
   void run_moves(const std::vector<TierMove>& moves);
   uint8_t* device_at(size_t offset) { return device_.data() + offset; }
+  // A copy between a device address and host memory (either way), complete on return.
+  void device_copy(void* dst, const void* src, size_t bytes);
+  // The disk tier's slot of state `id` into / from device memory at `dev`.
+  void disk_to_device(int id, uint8_t* dev);
+  bool device_to_disk(int id, const uint8_t* dev);
 
   TierLayout layout_;
+  Backend& backend_;
+  const bool device_is_host_;
+  std::unique_ptr<Stream> stream_;   // the copies' (low priority); null when device memory is host memory
   std::vector<StateTensor*> tensors_;   // per state id
-  Buffer<uint8_t> device_, host_;
+  BackendBuffer device_, host_;
   std::unique_ptr<DiskTierFile> disk_;
   TierPlanner planner_;
   std::unique_ptr<std::atomic<int>[]> missing_;   // per layer: states not on the device
   // Written by the staging lane; read by take_stats() after the executor finished the plan.
   size_t device_used_ = 0, device_peak_ = 0;
   TierStats moved_;
-  Buffer<uint8_t> bounce_;   // page-aligned, for checkpoint copies through the disk tier
+  // Pinned, page-aligned, as large as the largest disk-homed state: the disk tier's I/O of
+  // device memory that is not host memory, and the checkpoint copies of disk-homed states.
+  BackendBuffer bounce_;
 };
 
 }  // namespace asteria

@@ -449,13 +449,6 @@ uint64_t parse_byte_size(const std::string& text) {
 void check_supported(const Config& cfg) {
   if (cfg.optim.name == "adamw" && cfg.optim.beta2 >= 1.0)
     fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
-  const RuntimeConfig& rt = cfg.runtime;
-  if (rt.backend == "cuda") {
-    // What the CUDA backend's training path covers in this version (train/device_training.hpp).
-    if (rt.tiers.device.bytes != "unlimited" || rt.tiers.host.bytes != "unlimited" || rt.tiers.disk.bytes != "unlimited")
-      fail(cfg.source, ": runtime.tiers budgets are not supported with runtime.backend cuda in this version "
-           "(the optimizer state is all in device memory)");
-  }
   if (cfg.distributed.world_size > 0) check_supported_world(cfg, cfg.distributed.world_size);
 }
 

@@ -13,6 +13,7 @@
 #include "optim/adamw.hpp"
 #include "optim/sum_of_squares.hpp"
 #include "train/config.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/optimizer_factory.hpp"
 #endif
 
@@ -22,14 +23,17 @@ namespace asteria {
 
 namespace {
 
-std::unique_ptr<Backend> open_device() {
+// The process's GPU, once it was checked to have room for the run.
+std::unique_ptr<Backend> open_device(const Config& cfg) {
   std::string why;
   if (!cuda_backend_available(&why)) fail("runtime.backend cuda: ", why);
-  return make_cuda_backend(0);
+  std::unique_ptr<Backend> backend = make_cuda_backend(0);
+  check_device_memory(cfg, device_memory(cfg), cuda::device_memory_free(), backend->name());
+  return backend;
 }
 
 // The device's second-order optimizer: the host optimizer's twin on the CUDA block backend (its
-// state is bound to device memory by CudaTraining).
+// state is bound to device memory by the trainer's TierManager).
 std::unique_ptr<SecondOrderOptimizer> device_twin(const Config& cfg, const Model<float>& image, Optimizer& host) {
   auto* so = dynamic_cast<SecondOrderOptimizer*>(&host);
   if (!so) {
@@ -47,30 +51,11 @@ template <class Ops>
 class CudaTraining final : public DeviceTraining {
  public:
   CudaTraining(const Config& cfg, Model<float>& image, Optimizer& opt)
-      : backend_(open_device()),
+      : backend_(open_device(cfg)),
         image_(image),
         host_opt_(opt),
         model_(cfg.model, cfg.train.micro_batch, Model<float, Ops>::Storage::Owned, cfg.train.checkpointing()),
-        second_order_(device_twin(cfg, image, opt)) {
-    state_.resize(model_.num_layers());
-    for (int l = 0; l < model_.num_layers(); ++l) {
-      LayerState& s = state_[l];
-      s.host = host_opt_.layer_states(l);
-      const std::vector<StateTensor*> twin = second_order_ ? second_order_->layer_states(l) : std::vector<StateTensor*>{};
-      ASTERIA_ASSERT(!second_order_ || twin.size() == s.host.size(), "the device optimizer's layer ", l, " has ",
-                     twin.size(), " state tensors, the host's ", s.host.size());
-      std::vector<float*> copies;
-      for (size_t i = 0; i < s.host.size(); ++i) {
-        s.copies.emplace_back(s.host[i]->size());
-        copies.push_back(s.copies.back().data());
-        if (second_order_) {
-          ASTERIA_ASSERT(twin[i]->size() == s.host[i]->size(), "state '", twin[i]->spec().name, "' differs in size");
-          twin[i]->bind(copies.back());
-        }
-      }
-      if (!second_order_) s.where = AdamW::state_copies(copies);
-    }
-  }
+        second_order_(device_twin(cfg, image, opt)) {}
 
   std::string device_name() const override { return backend_->name(); }
 
@@ -112,29 +97,26 @@ class CudaTraining final : public DeviceTraining {
 
   void optim_step(int l, float grad_scale, double lr, int64_t step) override {
     float* g = model_.grads(l);
-    if (second_order_)
+    if (second_order_) {
       second_order_->step_layer(l, model_.params(l), g, grad_scale, lr, step);
-    else
-      static_cast<AdamW&>(host_opt_).step_copies(l, state_[l].where, model_.params(l), g, grad_scale, lr, step,
-                                                 [](auto... args) { cuda::adamw_update(args...); });
+    } else {
+      auto& adamw = static_cast<AdamW&>(host_opt_);
+      adamw.step_copies(l, adamw.bound_copies(l), model_.params(l), g, grad_scale, lr, step,
+                        [](auto... args) { cuda::adamw_update(args...); });
+    }
     CudaOps::zero(g, model_.table(l).numel);
     cuda::synchronize_current_stream();
   }
 
   void upload() override {
-    for (int l = 0; l < model_.num_layers(); ++l) {
+    for (int l = 0; l < model_.num_layers(); ++l)
       CudaOps::to_device(model_.params(l), image_.params(l), image_.table(l).numel);
-      LayerState& s = state_[l];
-      for (size_t i = 0; i < s.host.size(); ++i) CudaOps::to_device(s.copies[i].data(), s.host[i]->data(), s.host[i]->size());
-    }
     if (second_order_) second_order_->restore_counters(host_opt_.counters());
     cuda::synchronize_current_stream();
   }
 
   void download() override {
     download_params();
-    for (const LayerState& s : state_)
-      for (size_t i = 0; i < s.host.size(); ++i) CudaOps::to_host(s.host[i]->data(), s.copies[i].data(), s.host[i]->size());
     if (second_order_) host_opt_.restore_counters(second_order_->counters());
   }
 
@@ -144,24 +126,17 @@ class CudaTraining final : public DeviceTraining {
   }
 
   SecondOrderOptimizer* second_order() override { return second_order_.get(); }
+  Backend& backend() override { return *backend_; }
+  Optimizer& device_optimizer() override { return second_order_ ? *second_order_ : host_opt_; }
 
   std::optional<double> energy_j() const override { return energy_.joules(); }
 
  private:
-  // One device copy of each of a layer's state tensors (the optimizer's layer_states order); the
-  // device second-order optimizer's state tensors are bound to them.
-  struct LayerState {
-    std::vector<cuda::DeviceBuffer<float>> copies;
-    std::vector<StateTensor*> host;
-    AdamW::StateCopies where;   // AdamW: the copies' roles
-  };
-
   std::unique_ptr<Backend> backend_;   // first: opening it is what fails without a device
   Model<float>& image_;
   Optimizer& host_opt_;
   Model<float, Ops> model_;
   std::unique_ptr<SecondOrderOptimizer> second_order_;   // on the device (null: AdamW)
-  std::vector<LayerState> state_;
   NvmlEnergy energy_{cuda::current_device_pci_bus_id()};   // the GPU this process computes on
 };
 

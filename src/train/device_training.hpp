@@ -1,18 +1,23 @@
 #pragma once
 // The CUDA backend's side of a training run (runtime.backend cuda; DESIGN.md "Backends"): the
 // model on the device (Model<float, CudaOps>: parameters, gradients and activations in device
-// memory) and the optimizer's step on device copies of its state:
-//   AdamW   the same adamw_update operations over the same ranges as the CPU's (AdamW::step_copies);
-//   SOAP, Shampoo, KL-Shampoo   a SecondOrderOptimizer on the CUDA block backend
+// memory) and the optimizer's step on its state in device memory:
+//   AdamW   the host AdamW's own state tensors, bound to device memory, stepped with the same
+//           adamw_update operations over the same ranges as the CPU's (AdamW::step_copies);
+//   SOAP, Shampoo, KL-Shampoo   a twin SecondOrderOptimizer on the CUDA block backend
 //           (optim/block_backend.hpp): the per-step work (statistics, basis changes, moments,
 //           grafting, the update) on the device; refreshes on the host from snapshots of the
 //           device state, inline (native) or on the shadow pipeline's host workers (asteria),
 //           published back into device memory.
+// The optimizer state's memory is the trainer's TierManager's, on backend(): device_optimizer()'s
+// state tensors are bound into its device arena (GPU memory), or visit it from its pinned host
+// arena and the disk tier as runtime.tiers says.
 //
-// The trainer's host model (Storage::Image: parameters only) and its optimizer stay the run's
-// image: the device starts from them at upload() (after a resume restored into them), and
-// checkpoints and the final parameters are read from them after download(). Everything else the
-// trainer has (plan, executor, data, metrics, checkpoints) is the CPU run's, unchanged.
+// The trainer's host model (Storage::Image: parameters only) and the host optimizer's counters
+// stay the run's image: the device starts from them at upload() (after a resume restored into
+// them, and restored the state through the tier manager), and checkpoints and the final
+// parameters are read from them after download(). Everything else the trainer has (plan,
+// executor, data, metrics, checkpoints) is the CPU run's, unchanged.
 //
 // Several ranks (distributed.fsdp none) each hold the whole model on their own GPU (device 0 of
 // the process: train/rank_device.hpp); the trainer all-reduces each layer's gradient in device
@@ -33,6 +38,8 @@
 namespace asteria {
 
 struct Config;
+
+class Backend;
 
 class DeviceTraining {
  public:
@@ -60,12 +67,17 @@ class DeviceTraining {
   virtual float* grads(int l) = 0;
   virtual void optim_step(int l, float grad_scale, double lr, int64_t step) = 0;
 
-  // The image's parameters and optimizer state (with its counters) onto the device, and back
-  // into the image; each returns when the copy is complete.
+  // The image's parameters and the optimizer's counters onto the device, and back into the
+  // image; each returns when the copy is complete.
   virtual void upload() = 0;
   virtual void download() = 0;
   // Only the parameters back into the image (what the replicas' bit check hashes).
   virtual void download_params() = 0;
+  // The device (the tier manager allocates and copies the optimizer state with it).
+  virtual Backend& backend() = 0;
+  // The optimizer whose state tensors the tier manager binds to device memory: the
+  // second-order twin, or the host AdamW itself.
+  virtual Optimizer& device_optimizer() = 0;
   // The optimizer that steps on the device when it is a second-order one (the shadow pipeline
   // snapshots and publishes its blocks), else null.
   virtual SecondOrderOptimizer* second_order() = 0;
@@ -74,8 +86,9 @@ class DeviceTraining {
 };
 
 // Allocates the device side (upload() fills it). Throws, naming the reason, when this build has
-// no CUDA backend, no device can be opened, the optimizer is neither AdamW nor second-order, or the
-// device memory is short.
+// no CUDA backend, no device can be opened, the device has fewer free bytes than the run needs
+// (train/memory_estimate.hpp device_memory, checked before allocating), or the optimizer is
+// neither AdamW nor second-order.
 std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer);
 
 }  // namespace asteria

@@ -340,9 +340,10 @@ std::string dry_run_report(const Config& cfg) {
   // What the process holds with the tiers' placement, and what the startup check compares it with.
   const MemoryEstimate mem = process_memory(cfg);
   if (cfg.runtime.backend == "cuda")
-    os << "on the device:    " << human_bytes(2 * p + opt + act)
-       << "  (runtime.backend cuda: parameters, gradients, optimizer state and activations)\n"
-       << "in host memory:   " << human_bytes(mem.total()) << "  (the image checkpoints are written from: parameters, optimizer state)\n";
+    os << "on the device:    " << human_bytes(device_memory(cfg).total())
+       << "  (runtime.backend cuda: parameters, gradients, the device tier's optimizer state, activations)\n"
+       << "in host memory:   " << human_bytes(mem.total())
+       << "  (the parameters' image checkpoints are written from, the host tier's optimizer state (pinned), refresh buffers)\n";
   else
     os << "in memory:        " << human_bytes(mem.total()) << "  (optimizer state on the disk tier: "
        << human_bytes(mem.optimizer_on_disk) << "; refresh buffers: " << human_bytes(mem.refresh_work) << ")\n";

@@ -92,10 +92,35 @@ MemoryEstimate process_memory(const Config& cfg) {
   if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
   m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
   m.refresh_work = refresh_work_bytes(cfg, tables);
-  // runtime.backend cuda: gradients and activations live in device memory; the host holds the
-  // parameters and the optimizer state as the run's image (train/device_training.hpp).
-  if (cfg.runtime.backend == "cuda") m.grads = m.activations = 0;
+  // runtime.backend cuda: gradients, activations and the device tier's optimizer state live in
+  // device memory; the host holds the parameters as the run's image (train/device_training.hpp)
+  // and the host tier's homes (pinned).
+  if (cfg.runtime.backend == "cuda") {
+    m.grads = m.activations = 0;
+    m.optimizer = 0;
+    for (const auto& by_tier : layout.by_class) m.optimizer += static_cast<double>(by_tier[static_cast<int>(Tier::Host)]);
+  }
   return m;
+}
+
+MemoryEstimate device_memory(const Config& cfg) {
+  MemoryEstimate m;
+  m.params = m.grads = static_cast<double>(count_params(cfg.model).total) * sizeof(float);
+  const TierLayout layout = configured_tier_layout(cfg);
+  m.optimizer = static_cast<double>(layout.device_home_bytes + layout.device_cache_bytes);
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
+  return m;
+}
+
+void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t free_bytes, const std::string& device) {
+  if (need.total() <= static_cast<double>(free_bytes)) return;
+  fail(cfg.source, ": this run needs about ", human_bytes(need.total()), " of memory on ", device, " (params ",
+       human_bytes(need.params), ", grads ", human_bytes(need.grads), ", the device tier's optimizer state ",
+       human_bytes(need.optimizer), ", activations ", human_bytes(need.activations), ") but it has ",
+       human_bytes(static_cast<double>(free_bytes)),
+       " free. Lower runtime.tiers.device.bytes (the rest of the optimizer state then lives in pinned host memory or "
+       "on the disk tier), lower train.micro_batch (raising train.grad_accum keeps the batch), or turn on "
+       "train.activation_checkpointing; `--dry-run` shows the estimate");
 }
 
 MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node) {

@@ -116,13 +116,14 @@ struct Trainer::Impl {
   // executor the pool; members are destroyed in reverse.
   std::unique_ptr<WorkerPool> pool;
   std::unique_ptr<Optimizer> optimizer;
-  std::unique_ptr<TierManager> tiers;   // owns the optimizer state's memory
-  std::unique_ptr<Coherence> coherence;   // asteria mode with replicas of the optimizer state
-  std::unique_ptr<ShadowPipeline> shadow;
-  std::unique_ptr<Executor> executor;
   // runtime.backend cuda: the model and its update on the GPU; `model` and `optimizer` are then
   // the host image it starts from and checkpoints are written from (device_training.hpp).
   std::unique_ptr<DeviceTraining> device;
+  std::unique_ptr<Backend> cpu_backend;   // the tiers' memory on the CPU backend (else device's)
+  std::unique_ptr<TierManager> tiers;     // owns the optimizer state's memory
+  std::unique_ptr<Coherence> coherence;   // asteria mode with replicas of the optimizer state
+  std::unique_ptr<ShadowPipeline> shadow;
+  std::unique_ptr<Executor> executor;
   std::unique_ptr<Communicator> device_replicas;   // NCCL, with device and several ranks
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
   std::string resume_dir;                       // the checkpoint restored, or ""
@@ -230,10 +231,11 @@ struct Trainer::Impl {
     }
     const std::vector<ParamTable>& owned = sharding->owned_tables();
     // The optimizer's state lives where the tiered state manager puts it (by default: all of it
-    // in the device tier, which on the CPU backend is host memory).
+    // in the device tier: GPU memory on CUDA, host memory on the CPU backend), bound below to the
+    // tensors of the optimizer that steps there. Placed first: budgets it cannot meet are refused
+    // before any device memory is taken.
     TierLayout layout = configured_tier_layout(cfg, owned);
     optimizer = make_optimizer(cfg.optim, owned, cfg.runtime.staggered(), /*own_memory=*/false);
-    tiers = std::make_unique<TierManager>(std::move(layout), *optimizer, disk_tier_file(cfg));
     auto* second_order = dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
     // The whole model's block indices and (staggered) refresh schedule for a rank's blocks.
     if (second_order && sharding->sharded()) second_order->follow_whole_model(tables);
@@ -242,6 +244,13 @@ struct Trainer::Impl {
     if (cfg.runtime.backend == "cuda") {
       device = make_device_training(cfg, *model, *optimizer);
       if (second_order) second_order = device->second_order();
+    } else {
+      cpu_backend = make_cpu_backend();
+    }
+    tiers = std::make_unique<TierManager>(std::move(layout),
+                                          device ? device->device_optimizer() : *optimizer, disk_tier_file(cfg),
+                                          device ? device->backend() : *cpu_backend);
+    if (device) {
       // Replicas: the gradients' all-reduce in device memory, over NCCL among the same ranks.
       if (Communicator* replicas = sharding->replicas()) {
         device_replicas = make_nccl_communicator(*replicas, /*device=*/0);   // replicas' timeout

@@ -1,7 +1,8 @@
 // Training on the CUDA backend (runtime.backend cuda, train/device_training.hpp) against the CPU:
 // the tiny model with AdamW, SOAP (native and asteria), Shampoo and KL-Shampoo for 50 steps follows the CPU's loss
-// curve (fp32: within rounding order; bf16 GEMM operands: within bf16 rounding), and a run
-// stopped at a checkpoint and resumed on the device ends with the bits of a straight run. Skipped without a
+// curve (fp32: within rounding order; bf16 GEMM operands: within bf16 rounding), a run
+// stopped at a checkpoint and resumed on the device ends with the bits of a straight run, and
+// optimizer state tiered out of GPU memory (pinned host, disk) changes no bit. Skipped without a
 // device. Tolerance of the curve: both sides are fp32 (no TF32), so they differ by summation
 // order only (~1e-6 relative per op); 50 steps of AdamW at lr 1e-2 amplify that, and 1e-3
 // relative per step still tells a wrong update or gradient (those are off by percents at once).
@@ -110,6 +111,41 @@ TEST_F(TrainOnCuda, StoppedAndResumedEqualsStraightBitForBit) {
   Trainer(first).run();
   Config second = config("cuda", "resumed", {"checkpoint.every=20", "checkpoint.resume=latest"});
   EXPECT_TRUE(testing::same_bits(testing::train_params(second), straight));
+}
+
+// GPU tiers: the device tier (GPU memory) holding one layer's optimizer state, a quarter of it
+// homed in pinned host memory and the rest on the disk tier, streamed through the device tier's
+// cache on the tier manager's low-priority stream. Where the state lives never changes what is
+// computed: the bits of the run with all of it in GPU memory, for AdamW and for SOAP with its
+// refreshes on the host workers; and a tiered run stopped at a checkpoint and resumed (the state
+// restored through the tiers) ends with them too.
+TEST_F(TrainOnCuda, TieredOptimizerStateEqualsAllInGpuMemoryBitForBit) {
+  for (const std::vector<std::string>& sets : {std::vector<std::string>{"optim.name=adamw"},
+                                               std::vector<std::string>{"optim.name=soap", "runtime.mode=asteria"}}) {
+    SCOPED_TRACE(sets[0]);
+    const std::string name = sets[0].substr(sets[0].find('=') + 1);
+    const std::vector<float> in_gpu_memory = testing::train_params(config("cuda", name + "-gpu", sets));
+    std::vector<std::string> tiered = sets;
+    for (const std::string& t : testing::quarter_host_rest_disk(config("cuda", name + "-probe", sets)))
+      tiered.push_back(t);
+    EXPECT_TRUE(testing::same_bits(testing::train_params(config("cuda", name + "-tiered", tiered)), in_gpu_memory));
+    size_t from_disk = 0, from_host = 0;   // over the run's steps
+    std::ifstream metrics(dir_.file(name + "-tiered/metrics.jsonl"));
+    for (std::string line; std::getline(metrics, line);) {
+      const nlohmann::json r = nlohmann::json::parse(line);
+      if (!r.contains("tier_moved_bytes")) continue;
+      from_disk += r["tier_moved_bytes"]["disk_to_device"].get<size_t>();
+      from_host += r["tier_moved_bytes"]["host_to_device"].get<size_t>();
+    }
+    EXPECT_GT(from_disk, 0u);
+    EXPECT_GT(from_host, 0u);
+
+    std::vector<std::string> first = tiered, second = tiered;
+    first.insert(first.end(), {"checkpoint.every=20", "train.stop_after=20"});
+    second.insert(second.end(), {"checkpoint.every=20", "checkpoint.resume=latest"});
+    Trainer(config("cuda", name + "-resumed", first)).run();
+    EXPECT_TRUE(testing::same_bits(testing::train_params(config("cuda", name + "-resumed", second)), in_gpu_memory));
+  }
 }
 
 }  // namespace

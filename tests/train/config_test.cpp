@@ -263,6 +263,23 @@ TEST(Config, TierBudgetsAreByteSizes) {
                {"unknown key 'runtime.tiers.disk.size'"});
 }
 
+// A GPU run's startup check: what one GPU holds (parameters, gradients, the device tier's
+// optimizer state, activations) against the device's free bytes; a smaller device tier fits.
+TEST(MemoryEstimate, GpuRunIsCheckedAgainstTheDevicesFreeMemory) {
+  const std::string olmo = std::string(ASTERIA_SOURCE_DIR) + "/configs/olmo-1b-adamw.yaml";
+  const Config all_on_gpu = load_config(olmo, {"runtime.backend=cuda"});
+  const Config tiered = load_config(olmo, {"runtime.backend=cuda", "runtime.tiers.device.bytes=4GiB"});
+  const MemoryEstimate need = device_memory(all_on_gpu), less = device_memory(tiered);
+  EXPECT_EQ(human_bytes(need.total()), "44.47 GiB");   // 4.38 x 2 + 13.15 + 22.55
+  EXPECT_EQ(human_bytes(less.total()), "35.32 GiB");   // 4.38 x 2 + 4 + 22.55
+  EXPECT_EQ(less.optimizer, 4.0 * (1ull << 30));
+  const uint64_t free_bytes = 40ull << 30;
+  expect_error([&] { check_device_memory(all_on_gpu, need, free_bytes, "cuda:0 (NVIDIA H100 80GB HBM3)"); },
+               {"olmo-1b-adamw.yaml", "44.47 GiB of memory on cuda:0 (NVIDIA H100 80GB HBM3)", "40.00 GiB free",
+                "runtime.tiers.device.bytes", "train.micro_batch"});
+  EXPECT_NO_THROW(check_device_memory(tiered, less, free_bytes, "cuda:0"));
+}
+
 // The startup memory estimate is --dry-run's, less the optimizer state homed on the disk tier.
 TEST(MemoryEstimate, OlmoSoapInMemoryAndThroughTheDiskTier) {
   const std::string olmo = std::string(ASTERIA_SOURCE_DIR) + "/configs/olmo-1b-soap.yaml";

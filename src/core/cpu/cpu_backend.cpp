@@ -105,11 +105,13 @@ class CpuEvent final : public Event {
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
+  bool device_memory_is_host() const override { return true; }
   void* allocate(size_t bytes, MemoryKind) override {
-    const size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+    constexpr size_t kPage = 4096;   // the contract's alignment, for direct I/O
+    const size_t rounded = (bytes + kPage - 1) / kPage * kPage;
+    void* p = std::aligned_alloc(kPage, rounded ? rounded : kPage);
     if (!p) throw std::bad_alloc();
-    std::memset(p, 0, rounded);
+    std::memset(p, 0, rounded ? rounded : kPage);
     return p;
   }
   void release(void* p, MemoryKind) override { std::free(p); }

@@ -6,6 +6,7 @@
 
 #include "core/backend.hpp"
 #include "core/cuda/cublaslt_gemm.hpp"
+#include "core/cuda/device_buffer.hpp"
 #include "core/cuda/cuda_check.hpp"
 
 namespace asteria {
@@ -56,12 +57,12 @@ class CudaBackend final : public Backend {
     ASTERIA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest_, &highest_));
   }
   std::string name() const override { return name_; }
+  bool device_memory_is_host() const override { return false; }
   void* allocate(size_t bytes, MemoryKind kind) override {
     void* p = nullptr;
     const size_t n = bytes ? bytes : 1;
     if (kind == MemoryKind::Device) {
-      ASTERIA_CUDA_CHECK(cudaMalloc(&p, n));
-      ASTERIA_CUDA_CHECK(cudaMemset(p, 0, n));
+      p = cuda::device_allocate_zeroed(n);   // says how much is free when it cannot
     } else {
       ASTERIA_CUDA_CHECK(cudaHostAlloc(&p, n, cudaHostAllocDefault));
       std::memset(p, 0, n);
@@ -70,7 +71,7 @@ class CudaBackend final : public Backend {
   }
   void release(void* p, MemoryKind kind) override {
     if (kind == MemoryKind::Device)
-      cudaFree(p);
+      cuda::device_release(p);
     else
       cudaFreeHost(p);
   }

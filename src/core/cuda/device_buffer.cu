@@ -19,6 +19,12 @@ void* device_allocate_zeroed(size_t bytes) {
   return p;
 }
 
+size_t device_memory_free() {
+  size_t free_b = 0, total_b = 0;
+  ASTERIA_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  return free_b;
+}
+
 void device_release(void* p) {
   if (p) cudaFree(p);   // no throw: called from destructors
 }

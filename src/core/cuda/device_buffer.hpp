@@ -10,6 +10,8 @@ namespace asteria::cuda {
 
 void* device_allocate_zeroed(size_t bytes);   // cudaMalloc + memset; throws when out of memory
 void device_release(void* p);
+// The current device's free bytes (cudaMemGetInfo).
+size_t device_memory_free();
 // On the calling thread's current stream. to_device returns once `src` may be reused (pageable
 // memory is staged by the runtime); to_host returns once `dst` holds the values.
 void copy_to_device(void* dst, const void* src, size_t bytes);

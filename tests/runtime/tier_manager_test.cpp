@@ -1,0 +1,281 @@
+// The tiered state manager (runtime/tier_manager.hpp) on two backends: the CPU's (device memory
+// is host memory) and one whose device memory is not host memory (the CUDA backend's case,
+// which cannot run here): there every byte of device memory is stored scrambled, so only the
+// backend's own copies read or write it correctly. The same steps of plans with moves through
+// all three tiers must leave the same state on both, and every byte that reached device memory
+// must have gone through the backend's copies.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/plan_builder.hpp"
+#include "runtime/tier_manager.hpp"
+#include "runtime/tier_planner.hpp"
+#include "train/step_plan.hpp"
+
+using namespace asteria;
+
+namespace {
+
+// Host memory standing in for device memory that the host cannot address: device bytes are kept
+// XOR kKey, so reading or writing them directly yields garbage. Copies run when queued (which
+// the contract allows); streams and events are the CPU backend's.
+class ScrambledDeviceBackend final : public Backend {
+ public:
+  static constexpr uint8_t kKey = 0xA5;
+
+  std::string name() const override { return "scrambled-device"; }
+  bool device_memory_is_host() const override { return false; }
+  void* allocate(size_t bytes, MemoryKind kind) override {
+    auto* p = static_cast<uint8_t*>(cpu_->allocate(bytes, kind));
+    allocated[kind] += bytes;
+    if (kind == MemoryKind::Device) {
+      for (size_t i = 0; i < bytes; ++i) p[i] = kKey;   // zeros, scrambled
+      device_.emplace(p, bytes);
+    }
+    return p;
+  }
+  void release(void* p, MemoryKind kind) override {
+    device_.erase(static_cast<uint8_t*>(p));
+    cpu_->release(p, kind);
+  }
+  std::unique_ptr<Stream> create_stream(StreamPriority priority) override {
+    ++streams[priority];
+    return cpu_->create_stream(priority);
+  }
+  std::unique_ptr<Event> create_event() override { return cpu_->create_event(); }
+  void copy(void* dst, const void* src, size_t bytes, Stream& s) override {
+    s.synchronize();
+    const bool from_device = is_device(src, bytes), to_device = is_device(dst, bytes);
+    const auto* in = static_cast<const uint8_t*>(src);
+    auto* out = static_cast<uint8_t*>(dst);
+    for (size_t i = 0; i < bytes; ++i) {
+      const uint8_t v = from_device ? in[i] ^ kKey : in[i];
+      out[i] = to_device ? v ^ kKey : v;
+    }
+    if (to_device) to_device_bytes += bytes;
+    if (from_device) from_device_bytes += bytes;
+  }
+  void memset(void* dst, int value, size_t bytes, Stream& s) override {
+    s.synchronize();
+    const uint8_t v = static_cast<uint8_t>(value) ^ (is_device(dst, bytes) ? kKey : 0);
+    std::memset(dst, v, bytes);
+  }
+  void gemm(const GemmArgs&, Stream&) override { fail("the scrambled backend has no GEMM"); }
+
+  // Whether [p, p + bytes) lies in one device allocation (a copy never straddles two kinds).
+  bool is_device(const void* p, size_t bytes) const {
+    const auto* b = static_cast<const uint8_t*>(p);
+    auto it = device_.upper_bound(b);
+    if (it == device_.begin()) return false;
+    --it;
+    return b >= it->first && b + bytes <= it->first + it->second;
+  }
+
+  std::map<MemoryKind, size_t> allocated;
+  std::map<StreamPriority, int> streams;
+  size_t to_device_bytes = 0, from_device_bytes = 0;
+
+ private:
+  std::unique_ptr<Backend> cpu_ = make_cpu_backend();
+  std::map<const uint8_t*, size_t> device_;   // start -> bytes
+};
+
+// A fresh directory for a disk tier's file, removed afterwards.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& tag)
+      : path_(std::filesystem::temp_directory_path() / ("asteria-" + tag + "-" + std::to_string(std::random_device{}()))) {
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+constexpr int kLayers = 4;
+
+// Per layer: one hot state (homed on the device while it fits) and two warm ones of different
+// sizes (never homed on the device: they visit its cache from the host tier or the disk).
+std::vector<std::vector<StateSpec>> state_specs() {
+  std::vector<std::vector<StateSpec>> s(kLayers);
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string p = "l" + std::to_string(l) + ".";
+    s[l] = {{p + "hot", 1000 + 10u * l, StateClass::Hot, {}}, {p + "warm_a", 3000, StateClass::Warm, {}},
+            {p + "warm_b", 1500 + 700u * l, StateClass::Warm, {}}};
+  }
+  return s;
+}
+
+// Budgets that put states in every tier: the device holds some hot homes and the cache for the
+// layers in flight, the host a few warm states, the disk the rest.
+TierLayout three_tier_layout() {
+  TierOptions o;
+  o.budget = {20 * kTierPage, 6 * kTierPage, kUnbounded};
+  o.prefetch_distance = 1;
+  return place_and_plan_states(state_specs(), o);
+}
+
+// An optimizer with only state: what the tier manager binds.
+class StateOnlyOptimizer final : public Optimizer {
+ public:
+  StateOnlyOptimizer() {
+    for (const std::vector<StateSpec>& layer : state_specs()) {
+      layers_.emplace_back();
+      for (const StateSpec& s : layer) layers_.back().emplace_back(s);
+    }
+  }
+  void step_layer(int, float*, const float*, float, double, int64_t) override { fail("not used"); }
+  size_t state_bytes() const override { return 0; }
+  std::vector<StateTensor*> layer_states(int layer) override {
+    std::vector<StateTensor*> out;
+    for (StateTensor& t : layers_[layer]) out.push_back(&t);
+    return out;
+  }
+  std::vector<std::vector<StatePiece>> state_pieces(int) const override { return {}; }
+
+ private:
+  std::vector<std::vector<StateTensor>> layers_;
+};
+
+float initial(int id, size_t i) { return static_cast<float>(id * 1000 + static_cast<int>(i % 97)); }
+
+struct Outcome {
+  std::vector<std::vector<float>> state;   // per state id, read back with copy_out
+  std::vector<TierStats> stats;            // per step
+};
+
+// Fills every state through copy_in, runs `steps` plans whose optim_step(l) adds l + 1 to each of
+// layer l's states (reading and writing them through the backend, as a device step would), and
+// reads everything back through copy_out.
+Outcome run_steps(Backend& backend, int steps, const std::string& dir) {
+  StateOnlyOptimizer opt;
+  TierManager tiers(three_tier_layout(), opt, dir + "/state.bin", backend);
+  const TierLayout& layout = tiers.layout();
+  for (size_t id = 0; id < layout.states.size(); ++id) {
+    std::vector<float> v(layout.states[id].spec.count);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = initial(static_cast<int>(id), i);
+    tiers.copy_in(static_cast<int>(id), v.data());
+  }
+  Executor ex;
+  for (int k = 0; k < kNumOpKinds; ++k) ex.bind(static_cast<OpKind>(k), [](const Op&) {});
+  tiers.bind(ex);
+  auto stream = backend.create_stream(StreamPriority::Normal);
+  std::vector<float> scratch;
+  ex.bind(OpKind::OptimStep, [&](const Op& op) {
+    for (StateTensor* t : opt.layer_states(op.layer)) {
+      scratch.resize(t->size());
+      backend.copy(scratch.data(), t->data(), t->size() * sizeof(float), *stream);
+      stream->synchronize();
+      for (float& x : scratch) x += static_cast<float>(op.layer + 1);
+      backend.copy(t->data(), scratch.data(), t->size() * sizeof(float), *stream);
+      stream->synchronize();
+    }
+  });
+  TierPlanner& planner = tiers.planner();
+  ModelStepOps model_ops{false};
+  OptimizerStepOps optim_ops;
+  PlanBuilder builder;
+  builder.add_contributor(&model_ops);
+  builder.add_contributor(&planner);
+  builder.add_contributor(&optim_ops);
+  Outcome out;
+  Plan plan;
+  tiers.take_stats();
+  for (int step = 1; step <= steps; ++step) {
+    builder.build({step, kLayers, 1}, plan);
+    ex.run(plan);
+    out.stats.push_back(tiers.take_stats());
+  }
+  for (size_t id = 0; id < layout.states.size(); ++id) {
+    out.state.emplace_back(layout.states[id].spec.count);
+    tiers.copy_out(static_cast<int>(id), out.state.back().data());
+  }
+  return out;
+}
+
+TEST(TierManager, LayoutUsesEveryTier) {
+  const TierLayout layout = three_tier_layout();
+  std::array<int, kNumTiers> homes{};
+  for (const TierState& s : layout.states) ++homes[static_cast<int>(s.home)];
+  EXPECT_GT(homes[0], 0);
+  EXPECT_GT(homes[1], 0);
+  EXPECT_GT(homes[2], 0);
+  EXPECT_TRUE(layout.moves());
+}
+
+TEST(TierManager, DeviceMemoryThatIsNotHostMemoryGivesTheCpuBackendsStateAfterEveryMove) {
+  ScratchDir cpu_dir("tier-cpu"), dev_dir("tier-dev");
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  ScrambledDeviceBackend dev;
+  const int steps = 3;
+  const Outcome on_cpu = run_steps(*cpu, steps, cpu_dir.path());
+  const Outcome on_dev = run_steps(dev, steps, dev_dir.path());
+
+  const TierLayout layout = three_tier_layout();
+  for (size_t id = 0; id < layout.states.size(); ++id) {
+    const int layer = layout.states[id].layer;
+    for (size_t i = 0; i < on_cpu.state[id].size(); ++i) {
+      ASSERT_EQ(on_cpu.state[id][i], initial(static_cast<int>(id), i) + steps * (layer + 1))
+          << layout.states[id].spec.name << "[" << i << "] on the CPU backend";
+      ASSERT_EQ(on_dev.state[id][i], on_cpu.state[id][i]) << layout.states[id].spec.name << "[" << i << "]";
+    }
+  }
+  // The same moves, byte for byte, and in all four directions.
+  for (int s = 0; s < steps; ++s) {
+    const TierStats &a = on_cpu.stats[s], &b = on_dev.stats[s];
+    EXPECT_EQ(a.host_to_device, b.host_to_device);
+    EXPECT_EQ(a.device_to_host, b.device_to_host);
+    EXPECT_EQ(a.disk_to_device, b.disk_to_device);
+    EXPECT_EQ(a.device_to_disk, b.device_to_disk);
+    EXPECT_EQ(a.device_peak, b.device_peak);
+    EXPECT_GT(b.host_to_device, 0u);
+    EXPECT_GT(b.disk_to_device, 0u);
+    EXPECT_GT(b.device_to_host, 0u);
+  }
+  // The arenas are the backend's memory of each kind, and the copies ran on a low-priority
+  // stream of the manager's own (besides the test's one).
+  EXPECT_EQ(dev.allocated[MemoryKind::Device], layout.device_home_bytes + layout.device_cache_bytes);
+  EXPECT_GE(dev.allocated[MemoryKind::PinnedHost], layout.host_bytes);
+  EXPECT_EQ(dev.streams[StreamPriority::Low], 1);
+  EXPECT_GT(dev.to_device_bytes, 0u);
+}
+
+TEST(TierManager, MemoryOfIsNeverDeviceMemoryTheHostCannotRead) {
+  ScratchDir dir("tier-memory");
+  ScrambledDeviceBackend dev;
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  for (Backend* backend : {static_cast<Backend*>(&dev), cpu.get()}) {
+    StateOnlyOptimizer opt;
+    TierManager tiers(three_tier_layout(), opt, dir.path() + "/state.bin", *backend);
+    const TierLayout& layout = tiers.layout();
+    for (size_t id = 0; id < layout.states.size(); ++id) {
+      std::vector<float> v(layout.states[id].spec.count);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = initial(static_cast<int>(id), i);
+      tiers.copy_in(static_cast<int>(id), v.data());
+      const float* p = tiers.memory_of(static_cast<int>(id));
+      const Tier home = layout.states[id].home;
+      if (home == Tier::Disk) {
+        EXPECT_EQ(p, nullptr);
+      } else if (home == Tier::Device && backend == &dev) {
+        EXPECT_EQ(p, nullptr) << layout.states[id].spec.name << " is device memory";
+      } else {
+        ASSERT_NE(p, nullptr) << layout.states[id].spec.name;
+        for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(p[i], v[i]) << layout.states[id].spec.name << "[" << i << "]";
+      }
+    }
+  }
+}
+
+}  // namespace
