@@ -5,13 +5,21 @@
 # project has no Debian packages to build with); otherwise it configures and builds build-cuda/
 # with every core, which needs Asteria's dependencies installed (scripts/setup.sh's packages).
 # Writes OUT/summary.txt, the tests' JSON and logs, and the benchmarks' JSON. Each stage runs
-# under a timeout so the whole script ends inside 8 minutes.
+# under its own timeout, cut to what is left of a 470-second deadline, so that the whole script
+# ends inside 8 minutes whatever hangs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?usage: scripts/device_check.sh OUT}
 mkdir -p "$OUT"
 start=$(date +%s)
+deadline=$(( start + 470 ))
 log() { echo "[$(( $(date +%s) - start ))s] $*" | tee -a "$OUT/summary.txt"; }
+# A stage's timeout: its own limit, or what is left before the deadline when that is less.
+limit() {
+  local left=$(( deadline - $(date +%s) ))
+  (( left < 1 )) && left=1
+  (( left < $1 )) && echo "$left" || echo "$1"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1 ||
   { log "nvidia-smi failed: no GPU here"; cat "$OUT/gpu.txt"; exit 1; }
 log "GPU: $(cat "$OUT/gpu.txt")  cores: $(nproc)"
@@ -23,23 +31,23 @@ if [[ -x .device/bin/test_cuda ]]; then
   log "binaries: .device (built by scripts/device_bundle.sh)"
 else
   log "building build-cuda with $(nproc) cores"
-  timeout 300 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DASTERIA_CUDA=ON > "$OUT/build.log" 2>&1 &&
-    timeout 300 cmake --build build-cuda -j"$(nproc)" --target test_cuda test_core bench_gemm_cuda bench_model_cuda asteria-train >> "$OUT/build.log" 2>&1 ||
+  timeout "$(limit 300)" cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DASTERIA_CUDA=ON > "$OUT/build.log" 2>&1 &&
+    timeout "$(limit 300)" cmake --build build-cuda -j"$(nproc)" --target test_cuda test_core bench_gemm_cuda bench_model_cuda asteria-train >> "$OUT/build.log" 2>&1 ||
     { log "build failed (tail of build.log):"; tail -30 "$OUT/build.log" | tee -a "$OUT/summary.txt"; exit 1; }
   BIN=build-cuda/bin
 fi
 status=0
 for t in test_cuda test_core; do
-  timeout 180 "$BIN/$t" --gtest_output="json:$OUT/$t.json" > "$OUT/$t.log" 2>&1
+  timeout "$(limit 180)" "$BIN/$t" --gtest_output="json:$OUT/$t.json" > "$OUT/$t.log" 2>&1
   rc=$?
   log "$t: rc $rc, $(grep -c '^\[       OK \]' "$OUT/$t.log") passed, $(grep -c '^\[  FAILED  \]' "$OUT/$t.log") failed lines, $(grep -c '^\[  SKIPPED \]' "$OUT/$t.log") skipped"
   grep -E '^\[  FAILED  \]|Failure|relative error' "$OUT/$t.log" | head -20 | tee -a "$OUT/summary.txt"
   [[ $rc -eq 0 ]] || status=1
 done
-timeout 120 "$BIN/bench_gemm_cuda" --micro-batch 8 > "$OUT/bench_gemm_cuda.json" 2> "$OUT/bench_gemm_cuda.err"
+timeout "$(limit 120)" "$BIN/bench_gemm_cuda" --micro-batch 8 > "$OUT/bench_gemm_cuda.json" 2> "$OUT/bench_gemm_cuda.err"
 log "bench_gemm_cuda: rc $? $(python3 -c "import json,sys; d=json.load(open('$OUT/bench_gemm_cuda.json')); print('bf16 %.0f TFLOP/s (%.0f %% of %g), fp32 %.0f TFLOP/s' % (d['bf16_in_fp32_out']['step_weighted_tflops'], 100*d['bf16_in_fp32_out']['fraction_of_bf16_peak'], d['peak_bf16_dense_tflops'], d['fp32']['step_weighted_tflops']))" 2>&1)"
 # The whole model's forward + backward on the device (fp32 path), OLMo-1B at seq 2048.
-timeout 120 "$BIN/bench_model_cuda" --micro-batch 4 > "$OUT/bench_model_cuda.json" 2> "$OUT/bench_model_cuda.err"
+timeout "$(limit 120)" "$BIN/bench_model_cuda" --micro-batch 4 > "$OUT/bench_model_cuda.json" 2> "$OUT/bench_model_cuda.err"
 log "bench_model_cuda (OLMo-1B, micro-batch 4, fp32): rc $? $(python3 -c "import json; d=json.load(open('$OUT/bench_model_cuda.json')); print('step %.3f s, %.0f tok/s, %.1f TFLOP/s, MFU %.1f %% of the bf16 peak, %.1f GiB device' % (d['step_s_median'], d['tokens_per_s'], d['tflops'], 100*d['mfu_vs_bf16_peak'], d['device_memory_used_bytes']/2**30))" 2>&1)"
 # OLMo-1B training on the GPU (runtime.backend cuda, runtime.precision bf16: the defaults): 20
 # steps of each shipped config at seq 2048 on random token ids (the GPU machine has no corpus),
@@ -76,7 +84,7 @@ train() {   # NAME CONFIG LIMIT_S [--set ...]: 20 steps, micro-batch 8 or else 4
   local name=$1 config=$2 limit=$3
   shift 3
   for mb in 8 4; do
-    timeout "$limit" "$BIN/asteria-train" --config "$config" --set runtime.backend=cuda \
+    timeout "$(limit "$limit")" "$BIN/asteria-train" --config "$config" --set runtime.backend=cuda \
       --set data.train="$OUT/tokens.bin" --set data.eval= --set run.dir="$OUT/$name" --set run.overwrite=true \
       --set train.steps=20 --set train.warmup_steps=2 --set train.grad_accum=1 --set train.micro_batch=$mb \
       --set checkpoint.enabled=false "$@" > "$OUT/$name.log" 2>&1 && break
