@@ -52,8 +52,9 @@ log "bench_model_cuda (OLMo-1B, micro-batch 4, fp32): rc $? $(python3 -c "import
 # OLMo-1B training on the GPU (runtime.backend cuda, runtime.precision bf16: the defaults): 20
 # steps of each shipped config at seq 2048 on random token ids (the GPU machine has no corpus),
 # the largest micro-batch of 8, 4 that fits, one micro-batch per step: AdamW, then SOAP in native
-# mode (refreshes inline with cuSOLVER: the reference, with its spikes every 10 steps) and in
-# asteria mode (refreshes on the host workers with LAPACK, published D steps later). SOAP's first step computes every
+# mode (refreshes inline with cuSOLVER: the reference, with its spikes every 10 steps), in
+# asteria mode (refreshes on the host workers with LAPACK, published D steps later) and in
+# asteria mode with runtime.shadow.lane device (cuSOLVER on low-priority streams). SOAP's first step computes every
 # block's first eigenbasis (cuSOLVER): the summary leaves out 2 warm-up steps.
 python3 -c "
 import array, random
@@ -97,6 +98,9 @@ train() {   # NAME CONFIG LIMIT_S [--set ...]: 20 steps, micro-batch 8 or else 4
 train olmo-1b-adamw-cuda configs/olmo-1b-adamw.yaml 100
 train olmo-1b-soap-native-cuda configs/olmo-1b-soap.yaml 150 --set runtime.mode=native
 train olmo-1b-soap-asteria-cuda configs/olmo-1b-soap.yaml 150 --set runtime.mode=asteria
+# The same with the refreshes by the GPU's solvers on the workers' low-priority streams.
+train olmo-1b-soap-asteria-device-lane-cuda configs/olmo-1b-soap.yaml 150 --set runtime.mode=asteria \
+  --set runtime.shadow.lane=device
 rm -f "$OUT/tokens.bin"
 log "done, status $status"
 exit $status

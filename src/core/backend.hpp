@@ -27,7 +27,10 @@
 namespace asteria {
 
 enum class MemoryKind { Device, PinnedHost };
-enum class StreamPriority { Normal, Low };   // Low: the staging lane's tier moves and snapshots
+// Normal: the training's (on CUDA the device's greatest priority: its kernels go first);
+// Low: the staging lane's tier moves and snapshots, the refreshes on the device (the least,
+// which is also the default streams' priority).
+enum class StreamPriority { Normal, Low };
 enum class ScalarType { F32, BF16 };
 
 inline size_t scalar_bytes(ScalarType t) { return t == ScalarType::F32 ? 4 : 2; }

@@ -2,9 +2,9 @@
 // The AdamW update of one contiguous range, as an op with one signature per backend (the
 // optimizer's counterpart of model/ops/): AdamW (adamw.hpp) calls the CPU one per owned tensor;
 // the CUDA one updates device-resident state. Both do the same fp32 operations in the same
-// order, with no fused multiply-adds (the CPU build compiles ISO C++, which does not contract;
-// the CUDA kernel uses round-to-nearest intrinsics, which nvcc never contracts), and IEEE sqrt
-// and division on both, so they give the same bits.
+// order, with no fused multiply-adds (the CPU file is compiled with -ffp-contract=off, since
+// GCC contracts C++ under -mfma; the CUDA kernel uses round-to-nearest intrinsics, which nvcc
+// never contracts), and IEEE sqrt and division on both, so they give the same bits.
 //   m = b1 m + a1 g;  v = b2 v + a2 g^2          (g = grad * grad_scale, a = 1 - b in double)
 //   delta = -(step_size m / (sqrt(v) inv_sqrt_bc2 + eps) + wd w)
 //   w += delta, or compensated_add(w, c, delta) when c is given (update_compensation.hpp)

@@ -86,9 +86,9 @@ class BlockBackend {
 
   // Q = the eigenvectors of the d x d symmetric F, eigenvalues descending (SOAP's and
   // KL-Shampoo's first basis); identity when it fails (the status says why). The host computes
-  // in `precision` (fp32 retried in fp64 on failure); the CUDA backend with cuSOLVER in fp32 on
-  // the device (a host eigh of every block at the first step would take minutes at OLMo-1B's
-  // size), and with the host's rule on a copy when that fails.
+  // in `precision` (fp32 retried in fp64 on failure); the CUDA backend with cuSOLVER on the
+  // device in the same precision (a host eigh of every block at the first step would take
+  // minutes at OLMo-1B's size), and with the host's rule on a copy when that fails.
   virtual matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision precision) const = 0;
   // A refresh's matrix functions computed by the backend itself on fp64 host arrays (their
   // contracts: matrix_functions.hpp qr_refresh, inverse_root_eigh): true when it computed (the
@@ -103,6 +103,11 @@ class BlockBackend {
                             matfn::Status& /*status*/) const {
     return false;
   }
+  // From now on the calling thread's device work (qr_refresh, inverse_root and their copies)
+  // runs on a low-priority stream of the thread's own, so that it fills the device's gaps
+  // around the training stream's kernels instead of queuing behind them (the shadow pipeline's
+  // device lane workers). Nothing on the host backend.
+  virtual void use_background_stream() const {}
   // out[i][j] = X[row_perm[i]][col_perm[j]] (m x n; out and X distinct).
   virtual void permute(const float* X, const std::vector<int>& row_perm, const std::vector<int>& col_perm, int64_t m,
                        int64_t n, float* out) const = 0;

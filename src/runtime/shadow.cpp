@@ -13,10 +13,11 @@
 namespace asteria {
 
 ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s,
-                               Coherence* coherence)
+                               Coherence* coherence, bool in_place)
     : opt_(opt), pool_(pool), coherence_(coherence),
-      track_change_(coherence != nullptr), delay_(delay), worker_delay_s_(worker_delay_s) {
+      track_change_(coherence != nullptr), delay_(delay), worker_delay_s_(worker_delay_s), in_place_(in_place) {
   ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
+  ASTERIA_ASSERT(!in_place || pool, "the shadow pipeline's in-place refreshes need workers");
   std::vector<std::vector<MatrixBlock>> blocks;
   std::vector<int> counts;
   for (int l = 0; l < opt.num_layers(); ++l) {
@@ -74,7 +75,13 @@ void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int work
   }
   if (worker_delay_s_ > 0) std::this_thread::sleep_for(std::chrono::duration<double>(worker_delay_s_));
   // Pure: reads only the job, so the result does not depend on the worker or its timing.
-  for (int part = begin; part < end; ++part) pc.compute_refresh_part(slot->job, part, *worker_ws_[worker]);
+  if (in_place_) {
+    ASTERIA_ASSERT(begin == 0 && end == pc.refresh_parts(), "an in-place refresh runs whole");
+    pc.backend().use_background_stream();
+    pc.compute_refresh_in_place(slot->job, *worker_ws_[worker]);
+  } else {
+    for (int part = begin; part < end; ++part) pc.compute_refresh_part(slot->job, part, *worker_ws_[worker]);
+  }
   // The owner's measure for the tolerance rule, from the job alone (pure, like the refresh).
   if (track_change_ && end == pc.refresh_parts()) slot->job.change = pc.refresh_change(slot->job);
   {

@@ -98,8 +98,12 @@ class ShadowPipeline final : public RefreshPolicy {
   // threads as OpenMP has now). worker_delay_s: each root job first sleeps this long (tests:
   // slow workers).
   // coherence: the replicas' protocol, or null (no replicas of this rank's blocks).
+  // in_place: the workers compute each job by the block backend's own solvers
+  // (BlockPreconditioner::compute_refresh_in_place: cuSOLVER on the device, on a low-priority
+  // stream of each worker's; runtime.shadow.lane device) instead of the host's matrix functions.
+  // Either way a job's result depends only on its snapshot.
   ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s = 0,
-                 Coherence* coherence = nullptr);
+                 Coherence* coherence = nullptr, bool in_place = false);
   ~ShadowPipeline() override;
 
   void bind(Executor& ex);
@@ -183,6 +187,7 @@ class ShadowPipeline final : public RefreshPolicy {
   std::vector<PlacedTask> batch_;
   std::vector<std::pair<PlacedTask, SlotPtr>> batch_slots_;
   double worker_delay_s_;
+  bool in_place_;
   std::vector<std::vector<BlockQueue>> queues_;     // [layer][block]
   std::vector<SlotPtr> free_;                       // recycled slots, shared by all blocks
   std::vector<std::vector<RefreshJob>> kept_;       // [layer][block]; rows 0: none kept

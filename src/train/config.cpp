@@ -322,6 +322,9 @@ Config read_tree(YAML::Node root, const std::string& source,
   if (cfg.runtime.precision == "auto") cfg.runtime.precision = cfg.runtime.backend == "cuda" ? "bf16" : "fp32";
   if (cfg.runtime.precision == "bf16" && cfg.runtime.backend != "cuda")
     fail(source, ": runtime.precision bf16 needs runtime.backend cuda (the CPU backend computes in fp32)");
+  if (cfg.runtime.shadow.lane == "device" && cfg.runtime.backend != "cuda")
+    fail(source, ": runtime.shadow.lane device needs runtime.backend cuda (the refreshes by the GPU's solvers); "
+         "on the CPU use workers, compute or auto");
   // A dropped version's owner continues from it (runtime/shadow.hpp): it must know a refresh's
   // decision, made at its publish step, before the block's next refresh F steps later.
   const RuntimeConfig& rt = cfg.runtime;

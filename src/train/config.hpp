@@ -96,7 +96,9 @@ struct TrainConfig {
 struct ShadowConfig {
   int threads = 2;              // host worker threads (low OS priority)
   std::string lane = "auto";    // workers: root jobs on the host workers; compute: in parts, in a
-                                // batch on the compute lane's threads (same results); auto:
+                                // batch on the compute lane's threads (same results); device
+                                // (runtime.backend cuda): the workers hand each job to the GPU's
+                                // solvers (cuSOLVER) on a low-priority stream of their own; auto:
                                 // workers when they have cores of their own, else compute
   int64_t delay = 3;            // D: a snapshot of step t is published at step t + D
   int64_t sync_steps = -1;      // refreshes opened at steps <= this publish at once (the bases

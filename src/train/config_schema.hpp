@@ -134,7 +134,7 @@ void visit(V& v, TrainConfig& t) {
 template <class V>
 void visit(V& v, ShadowConfig& s) {
   v.field("threads", s.threads, at_least(1));
-  v.field("lane", s.lane, one_of({"auto", "workers", "compute"}));
+  v.field("lane", s.lane, one_of({"auto", "workers", "compute", "device"}));
   v.field("delay", s.delay, at_least(0));
   v.field("sync_steps", s.sync_steps, at_least(-1));
   v.field("worker_delay_ms", s.worker_delay_ms, at_least(0));

@@ -52,6 +52,8 @@ class CudaTraining final : public DeviceTraining {
  public:
   CudaTraining(const Config& cfg, Model<float>& image, Optimizer& opt)
       : backend_(open_device(cfg)),
+        compute_stream_(backend_->create_stream(StreamPriority::Normal)),
+        compute_scope_(static_cast<cudaStream_t>(compute_stream_->native_handle())),
         image_(image),
         host_opt_(opt),
         model_(cfg.model, cfg.train.micro_batch, Model<float, Ops>::Storage::Owned, cfg.train.checkpointing()),
@@ -133,6 +135,11 @@ class CudaTraining final : public DeviceTraining {
 
  private:
   std::unique_ptr<Backend> backend_;   // first: opening it is what fails without a device
+  // The training's stream (the greatest priority, so that the tiers' copies, the snapshots and
+  // the device lane's refreshes, all on low-priority streams, fill its gaps instead of delaying
+  // it), current on this thread from before the model's allocation to the end.
+  std::unique_ptr<Stream> compute_stream_;
+  cuda::StreamScope compute_scope_;
   Model<float>& image_;
   Optimizer& host_opt_;
   Model<float, Ops> model_;

@@ -23,9 +23,12 @@
 // the process: train/rank_device.hpp); the trainer all-reduces each layer's gradient in device
 // memory over NCCL (Sharding::use_device_replicas) between backward and grad_norm.
 //
+// The device's work runs on one stream of the greatest priority, made current on the thread that
+// constructs this (the trainer's compute lane), which is the thread that calls it.
+//
 // This version: whole layers (no sharding), fp32 values with the linear layers' GEMMs on fp32 or
-// (runtime.precision bf16, the default) bf16 operands, the legacy default stream (config.cpp
-// check_supported and the trainer refuse what it does not cover, with the reason).
+// (runtime.precision bf16, the default) bf16 operands (config.cpp check_supported and the
+// trainer refuse what it does not cover, with the reason).
 #include <cstdint>
 #include <memory>
 #include <optional>

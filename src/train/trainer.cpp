@@ -258,7 +258,8 @@ struct Trainer::Impl {
       }
     }
     if (cfg.runtime.mode == "asteria" && second_order) {
-      if (shadow_lane(cfg) == "workers") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
+      // The workers compute on the host (workers), or hand the jobs to the GPU's solvers (device).
+      if (shadow_lane(cfg) != "compute") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
       // Replicas of this rank's blocks (fsdp none, or hybrid across nodes): one owner computes each.
       if (Communicator* replicas = sharding->replicas()) {
         std::vector<std::vector<MatrixBlock>> blocks;
@@ -268,7 +269,8 @@ struct Trainer::Impl {
                                                 topo.node, blocks);
       }
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
-                                                cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get());
+                                                cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get(),
+                                                /*in_place=*/shadow_lane(cfg) == "device");
     }
     executor = std::make_unique<Executor>(pool.get());
     grad_sq.assign(model->num_layers(), 0.0);
@@ -500,7 +502,7 @@ struct Trainer::Impl {
                              {"precision", cfg.runtime.precision},
                              {"threads", threads},
                              {"tokens_per_step", tokens_per_step}};
-      if (shadow) info["shadow_lane"] = pool ? "workers" : "compute";
+      if (shadow) info["shadow_lane"] = shadow_lane(cfg);
       info["ranks"] = world;
       if (writer()) write_text_durably(dir / "run_info.json", info.dump(2) + "\n");
     }
@@ -777,11 +779,14 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
     for (int l = 0; l < L; ++l)
       for (int b = 0; b < counts[l]; ++b) due += schedule->due(l, b, step);
     const ShadowDelay delay = shadow_delay(cfg);
-    const bool workers = shadow_lane(cfg) == "workers";
+    const std::string lane = shadow_lane(cfg);
+    const bool workers = lane != "compute";
     note = "refreshes at this step: " + std::to_string(due) + " block(s) (" +
            (cfg.runtime.mode == "asteria"
                 ? "shadow pipeline, delay " + std::to_string(delay.at(step)) + ", root jobs on the " +
-                      (workers ? "host workers" : "compute lane, in parts")
+                      (lane == "device"  ? "workers, by the GPU's solvers"
+                       : workers        ? "host workers"
+                                        : "compute lane, in parts")
                 : std::string("native: inline in optim_step")) +
            ")\n";
     if (cfg.runtime.mode == "asteria") {

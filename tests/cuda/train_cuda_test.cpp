@@ -71,19 +71,28 @@ TEST_F(TrainOnCuda, Bf16FollowsTheCpuLossCurveWithinBf16Rounding) {
 }
 
 // The second-order optimizers on the device (the CUDA block backend), with their refreshes
-// computed on the host inline (native) and on the shadow pipeline's host workers (asteria),
-// against the same optimizer on the CPU in the same mode. fp32 on both sides; the roots and bases
+// computed on the host inline (native), on the shadow pipeline's host workers (asteria), and by
+// the GPU's solvers on the workers' low-priority streams (asteria, runtime.shadow.lane device),
+// against the same optimizer on the CPU in the same mode (its refreshes on the host). fp32 on both sides; the roots and bases
 // come from factors that differ by summation order, and a refresh of a nearly degenerate factor
 // turns its basis within the degenerate space, which the direction does not see at first order:
 // 5e-3 relative per step allows that over 50 steps and still catches a wrong statistic, basis
 // change, moment, install or update (those leave the loss near ln 512 or make it diverge).
 TEST_F(TrainOnCuda, SecondOrderOptimizersFollowTheCpuLossCurve) {
-  for (const auto& [optimizer, mode] : std::vector<std::pair<std::string, std::string>>{
-           {"soap", "native"}, {"soap", "asteria"}, {"shampoo", "asteria"}, {"kl_shampoo", "asteria"}}) {
-    const std::string run = optimizer + "-" + mode;
-    const std::vector<std::string> sets = {"optim.name=" + optimizer, "runtime.mode=" + mode};
+  struct Case {
+    std::string optimizer, mode, gpu_lane;
+  };
+  for (const Case& c : std::vector<Case>{{"soap", "native", ""},
+                                         {"soap", "asteria", ""},
+                                         {"shampoo", "asteria", ""},
+                                         {"kl_shampoo", "asteria", ""},
+                                         {"soap", "asteria", "device"},
+                                         {"shampoo", "asteria", "device"}}) {
+    const std::string run = c.optimizer + "-" + c.mode + (c.gpu_lane.empty() ? "" : "-" + c.gpu_lane);
+    const std::vector<std::string> sets = {"optim.name=" + c.optimizer, "runtime.mode=" + c.mode};
     std::vector<std::string> on_gpu = sets;
     on_gpu.push_back("runtime.precision=fp32");
+    if (!c.gpu_lane.empty()) on_gpu.push_back("runtime.shadow.lane=" + c.gpu_lane);
     Trainer(config("cpu", "cpu-" + run, sets)).run();
     const TrainResult gpu = Trainer(config("cuda", "cuda-" + run, on_gpu)).run();
     const std::vector<double> a = losses("cpu-" + run), b = losses("cuda-" + run);

@@ -144,6 +144,16 @@ TEST(Config, StaggerDefaultsByMode) {
   expect_error([] { load_config_text("runtime:\n  stagger: sometimes\n", "f.yaml"); }, {"f.yaml:2", "runtime.stagger"});
 }
 
+// runtime.shadow.lane device (the refreshes by the GPU's solvers) needs the CUDA backend.
+TEST(Config, ShadowLaneDeviceNeedsCuda) {
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.backend=cuda", "runtime.shadow.lane=device"}).runtime.shadow.lane,
+            "device");
+  expect_error([] { load_config_text("runtime:\n  shadow:\n    lane: device\n", "f.yaml"); },
+               {"f.yaml", "runtime.shadow.lane device needs runtime.backend cuda"});
+  expect_error([] { load_config_text("runtime:\n  shadow:\n    lane: gpu\n", "f.yaml"); },
+               {"f.yaml:3", "runtime.shadow.lane", "device"});
+}
+
 // runtime.precision auto: bf16 GEMM operands on the CUDA backend, fp32 on the CPU; bf16 needs cuda.
 TEST(Config, PrecisionDefaultsByBackend) {
   EXPECT_EQ(load_config_text("", "f.yaml").runtime.precision, "fp32");

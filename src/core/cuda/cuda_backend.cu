@@ -76,8 +76,9 @@ class CudaBackend final : public Backend {
       cudaFreeHost(p);
   }
   std::unique_ptr<Stream> create_stream(StreamPriority priority) override {
-    // Greater numbers are lower priorities on CUDA.
-    return std::make_unique<CudaStream>(priority == StreamPriority::Low ? lowest_ : 0);
+    // Greater numbers are lower priorities on CUDA; the lowest is 0, the default streams' own, so
+    // a Normal stream takes the greatest for Low to be below it.
+    return std::make_unique<CudaStream>(priority == StreamPriority::Low ? lowest_ : highest_);
   }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(); }
   void copy(void* dst, const void* src, size_t bytes, Stream& s) override {

@@ -15,7 +15,10 @@ void* device_allocate_zeroed(size_t bytes) {
     fail("device memory: cannot allocate ", bytes, " bytes (", free_b, " of ", total_b,
          " bytes free on the device): ", cudaGetErrorString(err));
   }
-  ASTERIA_CUDA_CHECK(cudaMemset(p, 0, bytes));
+  // Zeroed before it returns: a non-blocking stream (the tiers', the staging lane's, the
+  // workers') may fill the memory next, and nothing would order it after a fill still queued.
+  ASTERIA_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, current_stream()));
+  ASTERIA_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
   return p;
 }
 

@@ -42,8 +42,14 @@ class NcclCommunicator final : public Communicator {
     ASTERIA_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(float)));
   }
   ~NcclCommunicator() override {
-    cudaStreamSynchronize(stream_);
-    ncclCommDestroy(comm_);
+    // A collective still running (a wait() gave up on a dead or stalled rank) never finishes:
+    // abort it instead of waiting for it, so that the job ends.
+    if (cudaStreamQuery(stream_) == cudaErrorNotReady) {
+      ncclCommAbort(comm_);
+    } else {
+      ncclCommDestroy(comm_);
+    }
+    cudaGetLastError();
     cudaFree(barrier_word_);
     cudaStreamDestroy(stream_);
   }

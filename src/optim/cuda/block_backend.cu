@@ -34,6 +34,13 @@ __global__ void scaled_copy_kernel(const float* src, int64_t ld, int64_t rows, i
   if (!isfinite(x)) *non_finite = 1;   // any writer: only "some" matters
 }
 
+template <class From, class To>
+__global__ void convert_kernel(const From* x, int64_t n, To* out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<To>(x[i]);
+}
+
 __global__ void scale_kernel(float* x, int64_t n, float s) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) x[i] = __fmul_rn(x[i], s);
@@ -149,17 +156,19 @@ struct PinnedFloats {
   }
 };
 
-// The refresh snapshots' stream: the lowest priority, non-blocking (the default stream's work
-// does not wait for it), shared by every thread; never destroyed (it lives as long as the
-// process's CUDA context).
+// A stream of the lowest priority, non-blocking (the default stream's work does not wait for
+// it); never destroyed (it lives as long as the process's CUDA context).
+cudaStream_t new_background_stream() {
+  int least = 0, greatest = 0;
+  ASTERIA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t s = nullptr;
+  ASTERIA_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
+  return s;
+}
+
+// The refresh snapshots' stream, shared by every thread.
 cudaStream_t staging_stream() {
-  static const cudaStream_t stream = [] {
-    int least = 0, greatest = 0;
-    ASTERIA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    cudaStream_t s = nullptr;
-    ASTERIA_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
-    return s;
-  }();
+  static const cudaStream_t stream = new_background_stream();
   return stream;
 }
 
@@ -331,6 +340,10 @@ class CudaBlockBackend final : public BlockBackend {
                     float eps) const override {
     blockmath::cuda::soap_moments(M, V, G, mn, b1, b2, a1, a2, eps);
   }
+  void use_background_stream() const override {
+    // The thread's current stream for the rest of its life (its handles follow the current one).
+    thread_local const cuda::StreamScope scope(new_background_stream());
+  }
   bool qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
                   matfn::Status& status) const override {
     const size_t nn = static_cast<size_t>(n) * n;
@@ -357,7 +370,22 @@ class CudaBlockBackend final : public BlockBackend {
     // which no step uses at the first call.
     float* w = scratch(kDirectionSlot, dd + static_cast<size_t>(d));
     float* V = w + d;
-    matfn::Status s = matfn::cuda::eigh<float>(static_cast<int>(d), F, w, V);
+    matfn::Status s;
+    if (precision == matfn::Precision::Float64) {
+      // In fp64, as the host computes it with this precision: F widened, the vectors narrowed.
+      double* f64 = refresh_memory(2 * dd + static_cast<size_t>(d));
+      double* v64 = f64 + dd;
+      const int64_t n = static_cast<int64_t>(dd);
+      convert_kernel<<<grid_for(n), 256, 0, current_stream()>>>(F, n, f64);
+      ASTERIA_CUDA_LAUNCH_CHECK();
+      s = matfn::cuda::eigh<double>(static_cast<int>(d), f64, v64 + dd, v64);
+      if (s == matfn::Status::Ok) {
+        convert_kernel<<<grid_for(n), 256, 0, current_stream()>>>(v64, n, V);
+        ASTERIA_CUDA_LAUNCH_CHECK();
+      }
+    } else {
+      s = matfn::cuda::eigh<float>(static_cast<int>(d), F, w, V);
+    }
     if (s == matfn::Status::Ok) {
       std::vector<int> rows(static_cast<size_t>(d)), reversed(static_cast<size_t>(d));
       for (int64_t i = 0; i < d; ++i) {
