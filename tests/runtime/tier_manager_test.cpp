@@ -8,9 +8,7 @@
 
 #include <array>
 #include <cstring>
-#include <filesystem>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -21,6 +19,7 @@
 #include "runtime/tier_manager.hpp"
 #include "runtime/tier_planner.hpp"
 #include "train/step_plan.hpp"
+#include "../integration/test_util.hpp"
 
 using namespace asteria;
 
@@ -90,20 +89,6 @@ class ScrambledDeviceBackend final : public Backend {
   std::map<const uint8_t*, size_t> device_;   // start -> bytes
 };
 
-// A fresh directory for a disk tier's file, removed afterwards.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& tag)
-      : path_(std::filesystem::temp_directory_path() / ("asteria-" + tag + "-" + std::to_string(std::random_device{}()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
 constexpr int kLayers = 4;
 
 // Per layer: one hot state (homed on the device while it fits) and two warm ones of different
@@ -159,9 +144,9 @@ struct Outcome {
 // Fills every state through copy_in, runs `steps` plans whose optim_step(l) adds l + 1 to each of
 // layer l's states (reading and writing them through the backend, as a device step would), and
 // reads everything back through copy_out.
-Outcome run_steps(Backend& backend, int steps, const std::string& dir) {
+Outcome run_steps(Backend& backend, int steps, const std::string& disk_file) {
   StateOnlyOptimizer opt;
-  TierManager tiers(three_tier_layout(), opt, dir + "/state.bin", backend);
+  TierManager tiers(three_tier_layout(), opt, disk_file, backend);
   const TierLayout& layout = tiers.layout();
   for (size_t id = 0; id < layout.states.size(); ++id) {
     std::vector<float> v(layout.states[id].spec.count);
@@ -216,12 +201,12 @@ TEST(TierManager, LayoutUsesEveryTier) {
 }
 
 TEST(TierManager, DeviceMemoryThatIsNotHostMemoryGivesTheCpuBackendsStateAfterEveryMove) {
-  ScratchDir cpu_dir("tier-cpu"), dev_dir("tier-dev");
+  asteria::testing::TempDir cpu_dir("tier-cpu"), dev_dir("tier-dev");
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   ScrambledDeviceBackend dev;
   const int steps = 3;
-  const Outcome on_cpu = run_steps(*cpu, steps, cpu_dir.path());
-  const Outcome on_dev = run_steps(dev, steps, dev_dir.path());
+  const Outcome on_cpu = run_steps(*cpu, steps, cpu_dir.file("state.bin"));
+  const Outcome on_dev = run_steps(dev, steps, dev_dir.file("state.bin"));
 
   const TierLayout layout = three_tier_layout();
   for (size_t id = 0; id < layout.states.size(); ++id) {
@@ -253,12 +238,12 @@ TEST(TierManager, DeviceMemoryThatIsNotHostMemoryGivesTheCpuBackendsStateAfterEv
 }
 
 TEST(TierManager, MemoryOfIsNeverDeviceMemoryTheHostCannotRead) {
-  ScratchDir dir("tier-memory");
+  asteria::testing::TempDir dir("tier-memory");
   ScrambledDeviceBackend dev;
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   for (Backend* backend : {static_cast<Backend*>(&dev), cpu.get()}) {
     StateOnlyOptimizer opt;
-    TierManager tiers(three_tier_layout(), opt, dir.path() + "/state.bin", *backend);
+    TierManager tiers(three_tier_layout(), opt, dir.file("state.bin"), *backend);
     const TierLayout& layout = tiers.layout();
     for (size_t id = 0; id < layout.states.size(); ++id) {
       std::vector<float> v(layout.states[id].spec.count);
