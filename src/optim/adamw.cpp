@@ -70,17 +70,6 @@ std::vector<std::vector<StatePiece>> AdamW::state_pieces(int layer) const {
   return out;
 }
 
-AdamW::StateCopies AdamW::state_copies(const std::vector<float*>& in_order) {
-  // layer_states: the compensation when there is one, then m and v (none when nothing is owned).
-  StateCopies s;
-  if (in_order.size() < 2) return s;
-  const size_t first_moment = in_order.size() - 2;
-  s.comp = first_moment == 1 ? in_order[0] : nullptr;
-  s.m = in_order[first_moment];
-  s.v = in_order[first_moment + 1];
-  return s;
-}
-
 void AdamW::step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                        int64_t step) {
   update(layer, params, comp_.layer(layer), grads, grad_scale, lr, step);

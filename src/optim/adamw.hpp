@@ -54,22 +54,22 @@ class AdamW final : public Optimizer {
     step_copies(layer, here, params, grads, grad_scale, lr, step, update_op);
   }
 
-  // Layer l's state tensors held elsewhere (the CUDA backend's device copies): where the
-  // compensation (null when none), m and v are, from pointers in layer_states(l) order.
+  // step_layer with `update_op`, an adamw_update of the memory this AdamW's state tensors are
+  // bound to (cuda::adamw_update when the tier manager bound them to device memory): the same
+  // ranges and coefficients as step_layer.
+  template <class Update>
+  void step_layer_with(int layer, float* params, const float* grads, float grad_scale, double lr, int64_t step,
+                       Update&& update_op) {
+    update_with(layer, params, comp_.layer(layer), grads, grad_scale, lr, step, update_op);
+  }
+
+ private:
+  // Where a layer's compensation (null when none), m and v are.
   struct StateCopies {
     float* comp = nullptr;
     float* m = nullptr;
     float* v = nullptr;
   };
-  static StateCopies state_copies(const std::vector<float*>& in_layer_states_order);
-  // Where this AdamW's own state tensors of layer l are bound now (by the tier manager: device
-  // memory on the CUDA backend).
-  StateCopies bound_copies(int layer) {
-    return {comp_.layer(layer), m_[layer].size() ? m_[layer].data() : nullptr,
-            v_[layer].size() ? v_[layer].data() : nullptr};
-  }
-  // step_layer on such copies with `update`, an adamw_update of their memory (the CPU's, or
-  // cuda::adamw_update on device pointers): the same ranges and coefficients as step_layer.
   template <class Update>
   void step_copies(int layer, const StateCopies& s, float* params, const float* grads, float grad_scale, double lr,
                    int64_t step, Update&& update) const {
@@ -82,7 +82,6 @@ class AdamW final : public Optimizer {
              s.v + e.state_offset, grads + e.param_offset, grad_scale, e.numel, e.decay ? decayed : undecayed);
   }
 
- private:
   struct OwnedEntry {
     size_t param_offset;   // in the layer's flat buffer
     size_t state_offset;   // in this optimizer's per-layer moment buffers

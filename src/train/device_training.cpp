@@ -102,9 +102,8 @@ class CudaTraining final : public DeviceTraining {
     if (second_order_) {
       second_order_->step_layer(l, model_.params(l), g, grad_scale, lr, step);
     } else {
-      auto& adamw = static_cast<AdamW&>(host_opt_);
-      adamw.step_copies(l, adamw.bound_copies(l), model_.params(l), g, grad_scale, lr, step,
-                        [](auto... args) { cuda::adamw_update(args...); });
+      static_cast<AdamW&>(host_opt_).step_layer_with(l, model_.params(l), g, grad_scale, lr, step,
+                                                     [](auto... args) { cuda::adamw_update(args...); });
     }
     CudaOps::zero(g, model_.table(l).numel);
     cuda::synchronize_current_stream();

@@ -3,7 +3,7 @@
 // model on the device (Model<float, CudaOps>: parameters, gradients and activations in device
 // memory) and the optimizer's step on its state in device memory:
 //   AdamW   the host AdamW's own state tensors, bound to device memory, stepped with the same
-//           adamw_update operations over the same ranges as the CPU's (AdamW::step_copies);
+//           adamw_update operations over the same ranges as the CPU's (AdamW::step_layer_with);
 //   SOAP, Shampoo, KL-Shampoo   a twin SecondOrderOptimizer on the CUDA block backend
 //           (optim/block_backend.hpp): the per-step work (statistics, basis changes, moments,
 //           grafting, the update) on the device; refreshes on the host from snapshots of the

@@ -258,8 +258,9 @@ struct Trainer::Impl {
       }
     }
     if (cfg.runtime.mode == "asteria" && second_order) {
+      const std::string lane = shadow_lane(cfg);
       // The workers compute on the host (workers), or hand the jobs to the GPU's solvers (device).
-      if (shadow_lane(cfg) != "compute") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
+      if (lane != "compute") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
       // Replicas of this rank's blocks (fsdp none, or hybrid across nodes): one owner computes each.
       if (Communicator* replicas = sharding->replicas()) {
         std::vector<std::vector<MatrixBlock>> blocks;
@@ -270,7 +271,7 @@ struct Trainer::Impl {
       }
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get(),
-                                                /*in_place=*/shadow_lane(cfg) == "device");
+                                                /*in_place=*/lane == "device");
     }
     executor = std::make_unique<Executor>(pool.get());
     grad_sq.assign(model->num_layers(), 0.0);

@@ -56,10 +56,11 @@ TEST(AdamW, EmbeddingDecayIsConfigurable) {
   }
 }
 
-// The CUDA backend steps device copies of AdamW's state (train/device_training.cpp) through
-// state_copies + step_copies. On host copies with the CPU's adamw_update that must be
-// step_layer bit for bit, with and without the compensation, which checks the copies' roles and
-// the ranges (the device kernel itself is checked bit for bit against the CPU's in test_cuda).
+// The CUDA backend steps AdamW's state where the tier manager bound it (device memory,
+// train/device_training.cpp) through step_layer_with. Bound to other host memory and stepped
+// with the CPU's adamw_update that must be step_layer bit for bit, with and without the
+// compensation, which checks the state's roles and the ranges (the device kernel itself is
+// checked bit for bit against the CPU's in test_cuda).
 TEST(AdamW, SteppingCopiesOfTheStateEqualsSteppingTheState) {
   ParamTable t;
   t.add("w", {3, 4}, ParamClass::Matrix);
@@ -76,17 +77,16 @@ TEST(AdamW, SteppingCopiesOfTheStateEqualsSteppingTheState) {
       g[i] = std::sin(static_cast<float>(i));
     }
     wb = wa;
-    // b's state copied out, stepped there, the copies compared with a's state after a's steps.
+    // b's state copied out and bound there, stepped there, the copies compared with a's state
+    // after a's steps.
     std::vector<StateTensor*> states = b.layer_states(0);
     ASSERT_EQ(states.size(), compensated ? 3u : 2u);
     std::vector<std::vector<float>> copies;
-    std::vector<float*> where;
     for (StateTensor* s : states) copies.emplace_back(s->data(), s->data() + s->size());
-    for (auto& c : copies) where.push_back(c.data());
-    const AdamW::StateCopies sc = AdamW::state_copies(where);
+    for (size_t i = 0; i < states.size(); ++i) states[i]->bind(copies[i].data());
     for (int64_t step = 1; step <= 3; ++step) {
       a.step_layer(0, wa.data(), g.data(), 0.5f, 1e-2, step);
-      b.step_copies(0, sc, wb.data(), g.data(), 0.5f, 1e-2, step, [](auto... args) { adamw_update(args...); });
+      b.step_layer_with(0, wb.data(), g.data(), 0.5f, 1e-2, step, [](auto... args) { adamw_update(args...); });
     }
     EXPECT_EQ(std::memcmp(wa.data(), wb.data(), wa.size() * sizeof(float)), 0) << "compensated " << compensated;
     std::vector<StateTensor*> want = a.layer_states(0);
