@@ -7,12 +7,17 @@
 // Contract. Every rank of a communicator calls the same collectives in the same order (ranks
 // with nothing to contribute too: a rank that skips one hangs the others, so the callers
 // follow the plan, which is the same on every rank). A call starts the operation and returns a
-// Request; the buffers must stay untouched until wait() returns. Requests are started and waited
-// for by one thread at a time (the comm lane; MPI is initialized at MPI_THREAD_SERIALIZED: the
-// main thread initializes and finalizes, the comm lane makes the calls in between, never two
-// threads at once). wait() gives up after `timeout_s` (> 0) with an asteria::Error naming the
-// request's label ("all_gather blocks.3"), so a dead or stalled rank ends the job instead of
-// hanging it.
+// Request; the buffers must stay untouched until wait() returns. wait() gives up after
+// `timeout_s` (> 0) with an asteria::Error naming the request's label ("all_gather blocks.3"), so
+// a dead or stalled rank ends the job instead of hanging it.
+//
+// Threads. MPI runs at MPI_THREAD_MULTIPLE: several threads may call at once, but only on
+// different communicators. One communicator belongs to one thread at a time (its lane or
+// subsystem: the compute lane's, the comm lane's, coherence's), because collectives match by their
+// order on a communicator: two threads starting collectives on one communicator can start them
+// in different orders on different ranks and pair the wrong ones. A subsystem that runs on
+// another thread takes its own duplicate() (a new context: its messages can match no other
+// communicator's). Point-to-point messages of one communicator are told apart by their tags.
 //
 // Layouts: all_gather(send[count]) -> recv[size * count], rank r's part at r * count;
 // reduce_scatter(send[size * count]) -> recv[count] = the sum over ranks of their send part
@@ -76,6 +81,11 @@ class Communicator {
   virtual void barrier(const std::string& label) = 0;
   // The ranks with the same color, ordered by key (MPI_Comm_split); every rank calls it.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+  // The same ranks in the same order on a new context (every rank calls it), with this one's
+  // timeout: for a lane or subsystem that must not share this communicator's message matching.
+  std::unique_ptr<Communicator> duplicate() { return split(0, rank()); }
+  // The largest tag send/recv accept (MPI_TAG_UB; MPI guarantees at least 32767).
+  virtual int max_tag() const { return 32767; }
 
   // Waits for `r` (then empty); an Error naming its label after timeout_s seconds.
   void wait(Request& r);

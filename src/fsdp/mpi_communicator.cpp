@@ -129,6 +129,12 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string kind() const override { return "mpi"; }
   MPI_Comm comm() const { return comm_; }
+  int max_tag() const override {
+    void* value = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found);
+    return found ? *static_cast<int*>(value) : 32767;
+  }
 
   Request all_gather(const float* send, size_t count, float* recv, std::string label) override {
     stall_if_asked(label);
@@ -224,11 +230,30 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
+static const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown thread level";
+  }
+}
+
 MpiSession::MpiSession(int* argc, char*** argv) {
   int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
-  if (provided < MPI_THREAD_SERIALIZED)
-    fail("this MPI provides thread level ", provided, "; asteria needs MPI_THREAD_SERIALIZED (its comm lane is a thread)");
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    std::string lib(version, static_cast<size_t>(len));
+    lib = lib.substr(0, lib.find_first_of(",\n"));
+    MPI_Finalize();
+    fail("this MPI (", lib, ") provides ", thread_level_name(provided), "; asteria needs MPI_THREAD_MULTIPLE (its "
+         "compute lane, comm lane and coherence protocol call MPI from their own threads at once); use an MPI built "
+         "with thread support (Open MPI 3 or later is by default)");
+  }
 }
 
 MpiSession::~MpiSession() { MPI_Finalize(); }

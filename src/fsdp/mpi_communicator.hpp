@@ -1,7 +1,8 @@
 #pragma once
 // The Open MPI communicator (communicator.hpp). MpiSession initializes MPI once per process at
-// MPI_THREAD_SERIALIZED (the comm lane makes the calls between init and finalize, never
-// concurrently with another thread) and finalizes it; communicators are created after it and
+// MPI_THREAD_MULTIPLE (the compute lane, the comm lane and the shadow pipeline's coherence each
+// call MPI on communicators of their own, at the same time) and refuses, naming the level, an MPI
+// that does not provide it; it finalizes MPI at the end. Communicators are created after it and
 // destroyed before it ends. Errors of MPI calls are returned, not fatal, and become
 // asteria::Error naming the call and the label (MPI_Test's too: a lost peer ends the wait with
 // the label instead of running into the timeout).

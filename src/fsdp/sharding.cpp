@@ -54,6 +54,9 @@ Sharding::Sharding(const std::string& mode, Topology& topo, const std::vector<Pa
     replicas_ = world_ > 1 ? topo.world : nullptr;
   }
   if (replicas_ && replicas_->size() == 1) replicas_ = nullptr;
+  // The comm lane's collectives on communicators of their own (communicator.hpp "Threads").
+  if (group_->size() > 1) lane_group_ = group_->duplicate();
+  if (replicas_) lane_replicas_ = replicas_->duplicate();
   size_t largest = 1;
   shards_ = shard_model(tables, max_dim, group_->size());
   for (size_t l = 0; l < tables.size(); ++l) {
@@ -92,8 +95,8 @@ void Sharding::gather(int layer, float* whole, const std::string& label) {
   ASTERIA_ASSERT(sharded());
   std::copy(shard_params(layer), shard_params(layer) + count(layer), whole + offset(layer));
   // In place and unpadded: each owner's part of the flat buffer, sent to every other rank.
-  Request r = group_->all_gatherv(whole, counts_[layer], offsets_[layer], label);
-  group_->wait(r);
+  Request r = lane_group_->all_gatherv(whole, counts_[layer], offsets_[layer], label);
+  lane_group_->wait(r);
   bytes_.group += (shards_[layer].numel - count(layer)) * sizeof(float);
 }
 
@@ -105,8 +108,8 @@ void Sharding::reduce_scatter(int layer, float* whole, const std::string& label)
   // buffer is given back after this).
   const LayerShards& sh = shards_[layer];
   if (sh.offset(0) != 0) std::rotate(whole, whole + sh.offset(0), whole + sh.numel);
-  Request r = group_->reduce_scatterv(whole, recv_.data(), counts_[layer], label);
-  group_->wait(r);
+  Request r = lane_group_->reduce_scatterv(whole, recv_.data(), counts_[layer], label);
+  lane_group_->wait(r);
   float* acc = shard_grads(layer);
   for (size_t i = 0; i < n; ++i) acc[i] += recv_[i];
   bytes_.group += (shards_[layer].numel - n) * sizeof(float);
@@ -115,7 +118,7 @@ void Sharding::reduce_scatter(int layer, float* whole, const std::string& label)
 void Sharding::reduce_over_replicas(int layer, float* part, const std::string& label) {
   if (!reduces()) return;
   const size_t n = count(layer);
-  if (Communicator* c = device_replicas_ ? device_replicas_ : replicas_) {
+  if (Communicator* c = device_replicas_ ? device_replicas_ : lane_replicas_.get()) {
     Request r = c->all_reduce(part, n, sharded() ? label + " (across replicas)" : label);
     c->wait(r);
     bytes_.replicas += 2 * (c->size() - 1) * n * sizeof(float) / c->size();

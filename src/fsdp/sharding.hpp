@@ -23,6 +23,11 @@
 // Unsharded (fsdp none, or a group of one) every rank keeps whole layers, and the replicas'
 // all-reduce of the whole gradient is the only collective.
 // The gradient's squared norm is the sum over the shard group of each owner's part.
+//
+// Threads: gather, reduce_scatter and reduce_over_replicas run on the comm lane (or, between
+// steps, on the compute lane while the comm lane is idle) over duplicates of the shard and
+// replica groups that only they use; group(), replicas() and sum_over_group are the compute
+// lane's (communicator.hpp "Threads").
 #include <memory>
 #include <string>
 #include <vector>
@@ -102,6 +107,7 @@ class Sharding {
   Communicator* replicas_;              // the replica group (null: none)
   Communicator* device_replicas_ = nullptr;   // the same ranks over device memory (CUDA backend)
   std::unique_ptr<Communicator> local_;
+  std::unique_ptr<Communicator> lane_group_, lane_replicas_;   // the comm lane's duplicates
   std::vector<LayerShards> shards_;
   std::vector<ParamTable> owned_;
   std::vector<std::vector<int>> counts_, offsets_;   // per layer, per rank of the group (MPI's ints)

@@ -14,11 +14,17 @@ class RefreshPolicy {
   virtual ~RefreshPolicy() = default;
   // Called at the refresh point of block `block` of layer `layer` during optimizer step `step`;
   // `due`: the block's refresh is scheduled now. `job` and `ws` are the calling thread's scratch.
+  // Called from the optimizer's thread team (any order over blocks), except for the blocks
+  // exchanges_at names, which the calling thread runs after the team, in block order.
   virtual void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
                                 RefreshJob& job, matfn::Workspace& ws) = 0;
   // Whether at_refresh_point computes a due refresh itself (the expensive part) rather than
   // handing it elsewhere.
   virtual bool refreshes_inline() const = 0;
+  // Whether the refresh point of (layer, block) at `step` talks to other ranks (a replicated
+  // block's version exchanged there): such a block must not run in a thread team, whose order
+  // over blocks differs between ranks and runs.
+  virtual bool exchanges_at(int layer, int block, int64_t step, bool due) const { return false; }
 };
 
 // Synchronous refresh when due (runtime.mode native), computed where the block's state lives.

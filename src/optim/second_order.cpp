@@ -156,6 +156,11 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
     for (int bi = 0; bi < nb; ++bi) due += after_loop_[bi] = schedule_.due(layer, bi, step);
     if (due >= omp_get_max_threads()) after_loop_.assign(static_cast<size_t>(nb), 0);
   }
+  // Blocks whose refresh point exchanges a version with other ranks run after the loop too, on
+  // this thread in block order: every rank then makes those exchanges in the same order, and no
+  // two threads share the protocol.
+  for (int bi = 0; bi < nb; ++bi)
+    if (policy_->exchanges_at(layer, bi, step, schedule_.due(layer, bi, step))) after_loop_[bi] = 1;
   // An exception cannot leave an OpenMP region: the first one is kept and rethrown after it.
   // A device backend's blocks go one after another on this thread's stream.
   std::exception_ptr error;

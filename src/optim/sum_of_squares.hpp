@@ -1,7 +1,8 @@
 #pragma once
 // sum_i x[i]^2 in double: a layer's share of the gradient norm (the trainer's grad_norm op), one
 // signature per backend like adamw_update.hpp. Both are deterministic for a given n (fixed
-// partition, fixed order), not bit-equal to each other.
+// partition, fixed order, whatever the number of threads: core/ordered_sum.hpp), not bit-equal
+// to each other.
 #include <cstddef>
 
 namespace asteria {

@@ -17,10 +17,16 @@
 // Decisions depend only on the config and computed values, so runs are reproducible, and the
 // registry goes into checkpoints.
 //
-// The shadow pipeline runs the syncs of a step's publishes as coherence_sync ops on the comm lane
-// (after clip_grads, whose all-reduce is the compute lane's last MPI call of the step; MPI is
-// MPI_THREAD_SERIALIZED), and those of a warm-up refresh (published at once) at its refresh point.
+// The shadow pipeline runs the syncs of a step's publishes as coherence_sync ops on the comm lane,
+// and those of a warm-up refresh (published at once) at its refresh point on the compute lane's
+// calling thread, in block order, outside the optimizer's thread team (RefreshPolicy::exchanges_at);
+// never two at once (a second caller while one runs is an Error: a bug). The protocol's messages
+// travel on a duplicate of the replica group of their own (no other lane's message can match
+// them), tagged by (block, version), and each control message names its block and version, which
+// the receiver checks: messages that crossed are an Error naming both, never a wrong install.
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,14 +53,15 @@ struct VersionChanges {
 
 class Coherence {
  public:
-  // replicas: the replica group (every rank of it constructs this, collectively); node: this
-  // rank's node; blocks: this rank's optimizer blocks per layer (alike on every replica).
+  // replicas: the replica group (every rank of it constructs this, collectively; the protocol
+  // talks on a duplicate of it); node: this rank's node; blocks: this rank's optimizer blocks per
+  // layer (alike on every replica).
   Coherence(CoherenceRule rule, bool hierarchical, Communicator& replicas, int node,
             const std::vector<std::vector<MatrixBlock>>& blocks);
 
-  int replica_rank() const { return replicas_.rank(); }
+  int replica_rank() const { return replicas_->rank(); }
   int owner(int layer, int block) const { return owners_[index(layer, block)]; }
-  bool owns(int layer, int block) const { return owner(layer, block) == replicas_.rank(); }
+  bool owns(int layer, int block) const { return owner(layer, block) == replicas_->rank(); }
   CoherenceRegistry& registry() { return registry_; }
   const CoherenceRegistry& registry() const { return registry_; }
   int index(int layer, int block) const { return first_[layer] + block; }
@@ -74,21 +81,26 @@ class Coherence {
   // Bytes of a version's payload (fp32 bases, roots and permutations) for a block of this size
   // and algorithm; the control message is kControlBytes.
   static size_t payload_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
-  static constexpr size_t kControlBytes = 11 * sizeof(int64_t);
+  static constexpr size_t kControlBytes = 13 * sizeof(int64_t);
 
  private:
   struct Control {
+    int64_t block = -1, version = -1;   // what the message carries, checked by the receiver
     int64_t ship = 0, status = 0, rows = 0, cols = 0;
     double change = -1;
     int64_t sizes[6] = {};   // left/right basis, left/right root, left/right perm
   };
   static_assert(sizeof(Control) == kControlBytes);
+  class Exclusive;
   void pack(const RefreshJob& job, Control& c);
   void unpack(const Control& c, RefreshJob& job) const;
-  // Runs the hops: receive from this rank's parent, then send to its children.
-  void relay(const std::vector<VersionHop>& hops, Control& c, int tag, const std::string& label);
+  // Runs the hops of version `version` of block b (0: a checkpoint's hand-off): receive from
+  // this rank's parent, then send to its children.
+  void relay(const std::vector<VersionHop>& hops, Control& c, int b, int64_t version, const std::string& label);
+  int tag(int b, int64_t version) const;
 
-  Communicator& replicas_;
+  std::unique_ptr<Communicator> replicas_;   // the replica group's duplicate, the protocol's own
+  std::atomic<bool> busy_{false};            // a sync or hand-off is running
   std::vector<int> node_of_;
   std::vector<int> first_;               // per layer: its first block's index
   std::vector<int> owners_;              // per block

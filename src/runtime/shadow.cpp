@@ -221,6 +221,15 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
   q.slots.push_back(slot);
 }
 
+bool ShadowPipeline::exchanges_at(int layer, int block, int64_t step, bool due) const {
+  if (!coherence_) return false;
+  if (due && delay_.at(step) == 0) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const SlotPtr& s : queues_[layer][block].slots)
+    if (s->publish_step <= step && !s->synced) return true;
+  return false;
+}
+
 ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
                              const RootJobPlacement* placement, bool coherent)
     : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay), placement_(placement), coherent_(coherent) {}

@@ -113,6 +113,9 @@ class ShadowPipeline final : public RefreshPolicy {
   void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
                         RefreshJob& job, matfn::Workspace& ws) override;
   bool refreshes_inline() const override { return false; }
+  // Replicated blocks: a warm-up refresh due now, or a version publishing now that no
+  // coherence_sync op carried, is exchanged at the refresh point.
+  bool exchanges_at(int layer, int block, int64_t step, bool due) const override;
 
   // Seconds the compute lane waited for root jobs since the last call.
   double take_stall_seconds();

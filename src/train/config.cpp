@@ -316,6 +316,12 @@ Config read_tree(YAML::Node root, const std::string& source,
   if (d.world_size > 0 && d.ranks_per_node > 0 && d.world_size % d.ranks_per_node != 0)
     fail(source, ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
          "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
+  if (cfg.distributed.check_every_step) {
+    cfg.notes.push_back(detail::concat(source, ": distributed.check_every_step is now distributed.check_every "
+                                               "(steps between the replicas' checks); read as check_every: 1"));
+    cfg.distributed.check_every = 1;
+    cfg.distributed.check_every_step = false;
+  }
   // Asteria mode staggers the refreshes unless told not to; native keeps the reference schedule.
   if (cfg.runtime.stagger == "auto") cfg.runtime.stagger = cfg.runtime.mode == "asteria" ? "true" : "false";
   // The GPU computes its GEMMs on bf16 operands (DESIGN.md "Precision"); the CPU in fp32.

@@ -164,7 +164,10 @@ struct DistributedConfig {
                                 // 0 = the launch's. A run refuses a value other than its ranks.
   int ranks_per_node = 0;       // 0 = from MPI
   int prefetch = 2;             // sharded: layers whose gather runs ahead of the forward
-  bool check_every_step = false;   // the ranks' parameters compared every step (else at the end)
+  // The replicas' parameters compared (train/replica_check.hpp) every this many steps and at the
+  // end of training (0: at the end only). check_every_step: true is the older spelling of 1.
+  int64_t check_every = 50;
+  bool check_every_step = false;
   double timeout_s = 300;       // a collective not done by then ends the job, naming it
 };
 

@@ -198,6 +198,7 @@ void visit(V& v, DistributedConfig& d) {
   v.field("world_size", d.world_size, at_least(0));
   v.field("ranks_per_node", d.ranks_per_node, at_least(0));
   v.field("prefetch", d.prefetch, at_least(1));
+  v.field("check_every", d.check_every, at_least(0));
   v.field("check_every_step", d.check_every_step, any());
   v.field("timeout_s", d.timeout_s, positive());
 }

@@ -42,7 +42,7 @@ const std::vector<std::string> kMayChange = {
     // How versions travel changes no bit (the staleness and tolerance do: they need allow_changes).
     "runtime.coherence.hierarchical",
     // The state is stored in global form: how ranks share it may change with the launch.
-    "distributed.fsdp", "distributed.prefetch", "distributed.check_every_step",
+    "distributed.fsdp", "distributed.prefetch", "distributed.check_every_step", "distributed.check_every",
     "distributed.world_size"};
 
 }  // namespace

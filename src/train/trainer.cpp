@@ -39,6 +39,7 @@
 #include "train/lr_schedule.hpp"
 #include "train/metrics.hpp"
 #include "train/memory_estimate.hpp"
+#include "train/replica_check.hpp"
 #include "train/optimizer_factory.hpp"
 #include "train/rank_device.hpp"
 #include "train/resume_check.hpp"
@@ -312,31 +313,23 @@ struct Trainer::Impl {
     comm->wait(r);
   }
 
-  // The replicas must hold the same bits: each rank's checksum of its parameters (its shards
-  // when sharded), compared on every rank with the first rank holding the same part.
+  // The replicas must hold the same bits (train/replica_check.hpp): this rank's tensors (its
+  // shards when sharded) against those of the first rank holding the same part.
   void check_replicas_identical(const std::string& when) {
     if (world == 1) return;
     if (device) device->download_params();   // the device's parameters into the image hashed here
     const bool sharded = sharding->sharded();
-    uint64_t h = 0;
+    std::vector<TensorBits> tensors;
     for (int l = 0; l < model->num_layers(); ++l) {
       const float* p = sharded ? sharding->shard_params(l) : model->params(l);
-      const size_t n = sharded ? sharding->count(l) : model->table(l).numel;
-      h = h * 1000003u ^ std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(p), n * sizeof(float)));
+      for (const ParamEntry& e : sharding->owned_tables()[l].entries) {
+        std::string name = e.name;
+        if (e.tensor_rows > 0)
+          name += " (rows " + std::to_string(e.row_offset) + "-" + std::to_string(e.row_offset + e.shape[0] - 1) + ")";
+        tensors.push_back({std::move(name), p + e.offset, e.numel});
+      }
     }
-    // Per rank: its part (its rank in the shard group) and its checksum (52 bits: exact in a double).
-    std::vector<double> sums(2 * static_cast<size_t>(world), 0.0);
-    sums[static_cast<size_t>(rank)] = sharding->group_rank();
-    sums[static_cast<size_t>(world + rank)] = static_cast<double>(h >> 12);
-    sum_over_ranks(sums.data(), sums.size(), "replica checksums");
-    for (int r = 1; r < world; ++r)
-      for (int q = 0; q < r; ++q)
-        if (sums[static_cast<size_t>(q)] == sums[static_cast<size_t>(r)]) {
-          ASTERIA_CHECK(sums[static_cast<size_t>(world + r)] == sums[static_cast<size_t>(world + q)], "rank ", r,
-                        "'s parameters differ from rank ", q, "'s at ", when,
-                        ": the replicas diverged (non-deterministic reduction?)");
-          break;
-        }
+    asteria::check_replicas_identical(*comm, sharding->group_rank(), tensors, when);
   }
 
   // Before the first step writes anything: stale checkpoint directories go, a resumed run's
@@ -408,7 +401,8 @@ struct Trainer::Impl {
       sharding->sum_over_group(&s, 1, "all_reduce of the gradient norm");
       grad_norm = std::sqrt(s);
       // Here every rank holds the parameters the step computed with.
-      if (cfg.distributed.check_every_step) check_replicas_identical("step " + std::to_string(step));
+      if (cfg.distributed.check_every > 0 && step % cfg.distributed.check_every == 0)
+        check_replicas_identical("step " + std::to_string(step));
       const double clip = cfg.optim.grad_clip;
       clip_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / grad_norm) : 1.0f;
     });

@@ -4,7 +4,7 @@
 // (NCCL refuses two ranks on one device). Tolerances as in train_cuda_test.cpp: fp32 on both
 // sides, so the runs differ by summation order only (NCCL's ring sums in another order than
 // MPI's reduction, as the GPU's kernels do than the CPU's); every step also checks that the two
-// replicas hold the same bits (distributed.check_every_step), which NCCL's all-reduce gives.
+// replicas hold the same bits (distributed.check_every), which NCCL's all-reduce gives.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,7 +32,7 @@ class TwoRanksOnCuda : public ::testing::Test {
         testing::kMpirun + "-np 2 -x OMP_NUM_THREADS=2 " + testing::kTrain + " --config " + testing::kConfigs + "/" +
             config + " --set data.train=" + dir_.file("train.bin") + " --set data.eval= --set run.dir=" + dir_.file(run) +
             " --set run.overwrite=true --set train.steps=40 --set train.micro_batch=4 --set train.warmup_steps=5" +
-            " --set distributed.fsdp=none --set distributed.check_every_step=true --set runtime.backend=" + backend +
+            " --set distributed.fsdp=none --set distributed.check_every=1 --set runtime.backend=" + backend +
             (backend == "cuda" ? " --set runtime.precision=fp32 " : " ") + extra,
         &out);
     ASSERT_EQ(rc, 0) << out;

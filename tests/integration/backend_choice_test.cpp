@@ -62,7 +62,7 @@ TEST(BackendChoice, TwoRanksOnCudaWithoutAGpuEachExitNonZeroBeforeWritingTheRun)
   TempDir dir("backend-two-ranks");
   asteria::testing::write_bigram_tokens(dir.file("train.bin"), 20000, 512, 1);
   // (CUDA_VISIBLE_DEVICES as on a plain launch: unset.)
-  const std::string train = "env -u CUDA_VISIBLE_DEVICES " + asteria::testing::kMpirun + "-np 2 -x OMP_NUM_THREADS=1 " + asteria::testing::kTrain +
+  const std::string train = "env -u CUDA_VISIBLE_DEVICES " + asteria::testing::kMpirun + "-np 2 " + asteria::testing::kTrain +
                             " --config " + asteria::testing::kConfigs + "/tiny-adamw.yaml --set data.train=" +
                             dir.file("train.bin") + " --set data.eval= --set run.dir=" + dir.file("run") +
                             " --set train.steps=2 --set runtime.backend=cuda";

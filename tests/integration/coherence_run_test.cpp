@@ -39,7 +39,7 @@ class Coherence : public ::testing::Test {
     return " --config " + kConfigs + "/tiny-soap.yaml --set data.train=" + dir_.file("train.bin") +
            " --set data.eval= --set train.warmup_steps=2 --set train.micro_batch=" + std::to_string(8 / ranks) +
            " --set train.steps=20 --set runtime.mode=asteria --set runtime.stagger=false --set runtime.shadow.delay=2 "
-           "--set distributed.check_every_step=true --set checkpoint.allow_changes=[train.micro_batch,runtime.coherence,optim.precondition_frequency] ";
+           "--set distributed.check_every=1 --set checkpoint.allow_changes=[train.micro_batch,runtime.coherence,optim.precondition_frequency] ";
   }
   // One rank to step 8 with a checkpoint there.
   std::string start(const std::string& run, const std::string& extra) {
@@ -54,7 +54,7 @@ class Coherence : public ::testing::Test {
   std::string resume(int ranks, const std::string& run, const std::string& extra) {
     std::filesystem::remove_all(dir_.file(run));
     std::filesystem::copy(dir_.file("start"), dir_.file(run), std::filesystem::copy_options::recursive);
-    const std::string launcher = ranks == 1 ? "" : kMpirun + "-np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 ";
+    const std::string launcher = ranks == 1 ? "" : kMpirun + "-np " + std::to_string(ranks) + " ";
     std::string out;
     EXPECT_EQ(0, run_command(launcher + kTrain + common(ranks) + "--set run.dir=" + dir_.file(run) +
                                  " --resume latest " + extra,
@@ -133,7 +133,7 @@ TEST_F(Coherence, StaleVersionsGiveTheSameBitsWhateverTheWorkersAndAcrossAResume
     SCOPED_TRACE("stopped at " + std::to_string(stop));
     resume(2, "c", s3 + "--set runtime.shadow.threads=1 --set train.stop_after=" + std::to_string(stop));
     std::string out;
-    ASSERT_EQ(0, run_command(kMpirun + "-np 2 -x OMP_NUM_THREADS=1 " + kTrain + common(2) + "--set run.dir=" +
+    ASSERT_EQ(0, run_command(kMpirun + "-np 2 " + kTrain + common(2) + "--set run.dir=" +
                                  dir_.file("c") + " --resume latest " + s3 + "--set runtime.shadow.threads=1",
                              &out))
         << out;

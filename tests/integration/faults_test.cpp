@@ -67,7 +67,7 @@ struct Job {
       : log(log_path) {
     tag = "ASTERIA_FAULTS_TEST_TAG=" + std::to_string(getpid()) + "-" + std::to_string(std::random_device{}());
     env.push_back(tag);
-    env.insert(env.end(), {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMP_NUM_THREADS=1"});
+    env.insert(env.end(), {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
     std::vector<std::string> argv = {"mpirun", "--oversubscribe", "-np", "2"};
     for (const std::string& e : env) argv.insert(argv.end(), {"-x", e.substr(0, e.find('='))});
     argv.insert(argv.end(), args.begin(), args.end());

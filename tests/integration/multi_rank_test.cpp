@@ -82,11 +82,11 @@ class MultiRank : public ::testing::Test {
   // asteria-train at `ranks` ranks (1: no mpirun), micro-batch 8 / ranks.
   int train(const std::string& config, int ranks, const std::string& run, const std::string& extra, std::string* out) {
     const std::string launcher =
-        ranks == 1 ? "" : kMpirun + "-np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 ";
+        ranks == 1 ? "" : kMpirun + "-np " + std::to_string(ranks) + " ";
     return run_command(launcher + kTrain + " --config " + kConfigs + "/" + config + " --set data.train=" +
                            dir_.file("train.bin") + " --set data.eval= --set train.warmup_steps=2 --set run.dir=" +
                            dir_.file(run) + " --set train.micro_batch=" + std::to_string(8 / ranks) +
-                           " --set distributed.check_every_step=true " + extra,
+                           " --set distributed.check_every=1 " + extra,
                        out);
   }
   TempDir dir_{"multi-rank"};

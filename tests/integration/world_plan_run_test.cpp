@@ -30,7 +30,7 @@ TEST(WorldPlanRun, PlannedCommBytesAreTheRunsInEveryMode) {
     const std::vector<std::string> sets = {"distributed.world_size=" + std::to_string(c.world),
                                            std::string("distributed.fsdp=") + c.fsdp, "distributed.ranks_per_node=2"};
     const std::string run = dir.file(std::string("run-") + std::to_string(c.world) + c.fsdp);
-    std::string cmd = kMpirun + "-np " + std::to_string(c.world) + " -x OMP_NUM_THREADS=1 " + kTrain + " --config " +
+    std::string cmd = kMpirun + "-np " + std::to_string(c.world) + " " + kTrain + " --config " +
                       kConfigs + "/tiny-soap.yaml --set data.train=" + dir.file("train.bin") +
                       " --set data.eval= --set train.steps=2 --set train.micro_batch=2 --set checkpoint.enabled=false" +
                       " --set run.dir=" + run;

@@ -1,0 +1,27 @@
+#pragma once
+// Whether the ranks that hold the same part of the model hold the same bits (the replicas of a
+// replicated or hybrid run; distributed.check_every). Each rank hashes each of its tensors
+// (XXH3-64 of the bytes); the ranks exchange their part and hashes (two small all-reduces over
+// `comm`, every rank calls it) and compare each rank with the first rank holding its part. A
+// difference is an Error on every rank naming the ranks, `when` and the first tensor (in table
+// order) that differs, so a divergence is caught within check_every steps and traced to its
+// tensor. Cost: one pass over the parameters at memory speed (about 1 ms per 10 MB).
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "fsdp/communicator.hpp"
+
+namespace asteria {
+
+struct TensorBits {
+  std::string name;       // as messages show it, e.g. "blocks.1.att_qkv" or with its rows
+  const float* data = nullptr;
+  size_t count = 0;
+};
+
+// part: which part of the model this rank holds (its rank in the shard group; 0 unsharded).
+void check_replicas_identical(Communicator& comm, int part, const std::vector<TensorBits>& tensors,
+                              const std::string& when);
+
+}  // namespace asteria
