@@ -74,30 +74,27 @@ struct Model<T, Ops>::Impl {
 
   T* x(int i) { return residual.data() + static_cast<size_t>(i) * N * cfg.d_model; }
 
-  // The views into layer l's buffers (tensor pointers), after a (re)binding.
-  void update_views(int l) {
+  // The views into layer l's parameters (tensor pointers), after a (re)binding. Parameters and
+  // gradients have views of their own: a sharded run binds one on the compute lane while the
+  // comm lane unbinds the other (release after a backward, beside its reduce_scatter).
+  void update_param_views(int l) {
+    update_views(l, param_ptr[l], wte, block_w, head_w);
+  }
+  void update_grad_views(int l) {
+    update_views(l, grad_ptr[l], dwte, block_dw, head_dw);
+  }
+  void update_views(int l, T* base, T*& embedding, std::vector<BlockTensors<T>>& blocks, HeadTensors<T>& head) {
     const int L = cfg.n_layers;
     if (l == 0) {
-      wte = param_ptr[0];
-      dwte = grad_ptr[0];
-      if (cfg.tied_embeddings) {
-        head_w.lm_head = wte;
-        head_dw.lm_head = dwte;
-      }
+      embedding = base;
+      if (cfg.tied_embeddings) head.lm_head = base;
     } else if (l <= L) {
-      block_w[l - 1] = param_ptr[l] ? block_tensors(param_ptr[l], tables[l]) : BlockTensors<T>{};
-      block_dw[l - 1] = grad_ptr[l] ? block_tensors(grad_ptr[l], tables[l]) : BlockTensors<T>{};
+      blocks[l - 1] = base ? block_tensors(base, tables[l]) : BlockTensors<T>{};
     } else {
       for (const auto& e : tables[l].entries) {
-        T* w = param_ptr[l] ? param_ptr[l] + e.offset : nullptr;
-        T* dw = grad_ptr[l] ? grad_ptr[l] + e.offset : nullptr;
-        if (e.name == "norm_f") {
-          head_w.norm_f = w;
-          head_dw.norm_f = dw;
-        } else if (e.name == "lm_head") {
-          head_w.lm_head = w;
-          head_dw.lm_head = dw;
-        }
+        T* w = base ? base + e.offset : nullptr;
+        if (e.name == "norm_f") head.norm_f = w;
+        else if (e.name == "lm_head") head.lm_head = w;
       }
     }
   }
@@ -128,7 +125,8 @@ Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
   for (size_t l = 0; l < m.tables.size(); l++) {
     if (storage != Storage::Bound) m.param_ptr[l] = m.params[l].data();
     if (storage == Storage::Owned) m.grad_ptr[l] = m.grads[l].data();
-    m.update_views(static_cast<int>(l));
+    m.update_param_views(static_cast<int>(l));
+    m.update_grad_views(static_cast<int>(l));
   }
   m.checkpointing = checkpointing;
   if (m.image) return;   // nothing to run with
@@ -199,13 +197,13 @@ template <class T, class Ops>
 void Model<T, Ops>::bind_params(int l, T* params) {
   ASTERIA_ASSERT(impl_->params.empty(), "bind_params on a model that owns its buffers");
   impl_->param_ptr.at(l) = params;
-  impl_->update_views(l);
+  impl_->update_param_views(l);
 }
 template <class T, class Ops>
 void Model<T, Ops>::bind_grads(int l, T* grads) {
   ASTERIA_ASSERT(impl_->grads.empty(), "bind_grads on a model that owns its buffers");
   impl_->grad_ptr.at(l) = grads;
-  impl_->update_views(l);
+  impl_->update_grad_views(l);
 }
 template <class T, class Ops>
 size_t Model<T, Ops>::num_params() const {
