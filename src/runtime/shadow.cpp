@@ -248,7 +248,8 @@ void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
   op.tag = step;
   op.reads = {{StateKind::Snapshot, layer}};
   if (coherent_) {
-    // After clip_grads: its all-reduce is the compute lane's last MPI call before the optimizer.
+    // After clip_grads: the comm lane runs its ops in plan order, and the step's gradient
+    // reductions, which the backward waits for, go first.
     Op sync;
     sync.kind = OpKind::CoherenceSync;
     sync.lane = Lane::Comm;
