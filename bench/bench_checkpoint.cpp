@@ -74,6 +74,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cpu/blas_kernels.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "model/model.hpp"
@@ -168,6 +169,8 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The right BLAS kernels for this CPU, before any BLAS call (core/cpu/blas_kernels.hpp).
+  if (const std::string line = asteria::ensure_blas_kernels(argv, true); !line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   std::string config_path, root = "runs/bench-checkpoint/checkpoints", label;
   std::vector<std::string> overrides;
   double slice_gib = 0;

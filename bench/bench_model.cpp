@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu/blas_kernels.hpp"
 #include "core/buffer.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/timer.hpp"
@@ -88,6 +89,8 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The right BLAS kernels for this CPU, before any BLAS call (core/cpu/blas_kernels.hpp).
+  if (const std::string line = asteria::ensure_blas_kernels(argv, true); !line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   const std::string preset = argc > 1 ? argv[1] : "bench-small";
   const int batch = argc > 2 ? std::atoi(argv[2]) : 8;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 10;

@@ -36,6 +36,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/cpu/blas_kernels.hpp"
 #include "optim/matrix_functions.hpp"
 #include "optim/preconditioner.hpp"
 
@@ -71,6 +72,8 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The right BLAS kernels for this CPU, before any BLAS call (core/cpu/blas_kernels.hpp).
+  if (const std::string line = asteria::ensure_blas_kernels(argv, true); !line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   int repeats = 7;
   std::vector<int> sizes = {256, 768, 1024};
   for (int i = 1; i < argc; ++i) {

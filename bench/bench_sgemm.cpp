@@ -39,6 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cpu/blas_kernels.hpp"
 #include "core/cpu/gemm.hpp"
 
 namespace {
@@ -114,6 +115,8 @@ const char* parallel_name(int p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The right BLAS kernels for this CPU, before any BLAS call (core/cpu/blas_kernels.hpp).
+  if (const std::string line = asteria::ensure_blas_kernels(argv, true); !line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   double min_time = 0.15;
   int repeats = 5;
   for (int i = 1; i < argc; i++) {
@@ -274,6 +277,7 @@ int main(int argc, char** argv) {
       {"openblas_parallel", parallel_name(openblas_get_parallel())},
       {"openblas_config", openblas_get_config()},
       {"openblas_corename", openblas_get_corename()},
+      {"blas", asteria::blas_report()},
       {"openblas_threads", openblas_get_num_threads()},
       {"omp_max_threads", omp_get_max_threads()},
       {"OMP_NUM_THREADS", omp_env ? omp_env : "(unset)"},

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/cpu/blas_kernels.hpp"
 #include "core/error.hpp"
 #include "core/hdf5_file.hpp"
 #include "train/config.hpp"
@@ -85,6 +86,8 @@ void replay(const asteria::Config& cfg, const std::string& input, const std::str
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The right BLAS kernels for this CPU, before any BLAS call (core/cpu/blas_kernels.hpp).
+  if (const std::string line = asteria::ensure_blas_kernels(argv, true); !line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   CLI::App app{"asteria-optim-replay: apply a config's optimizer to recorded gradients (HDF5)"};
   std::string config, input, output;
   std::vector<std::string> overrides;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "core/cpu/blas_kernels.hpp"
 #include "core/error.hpp"
 #include "fsdp/mpi_communicator.hpp"
 #include "fsdp/topology.hpp"
@@ -49,6 +50,10 @@ int main(int argc, char** argv) {
   try {
     if (!resume.empty()) overrides.push_back("checkpoint.resume=" + resume);
     asteria::Config cfg = asteria::load_config(config_path, overrides);
+    // The right BLAS kernels for this CPU, before MPI and any BLAS call (runtime.blas; may
+    // re-execute this process: core/cpu/blas_kernels.hpp).
+    if (const std::string line = asteria::ensure_blas_kernels(argv, cfg.runtime.blas == "auto"); !line.empty())
+      std::fprintf(stderr, "%s\n", line.c_str());
     for (const std::string& note : cfg.notes) std::fprintf(stderr, "asteria-train: note: %s\n", note.c_str());
     if (dry_run) {
       std::cout << asteria::dry_run_report(cfg);

@@ -152,6 +152,9 @@ struct RuntimeConfig {
   // /proc/meminfo at startup (shared by the ranks of the machine), a byte size, or unlimited.
   // A run estimated above it is refused before it allocates anything.
   std::string memory_limit = "auto";
+  // The BLAS kernels (core/cpu/blas_kernels.hpp): auto switches a generic fallback to the best
+  // set the CPU supports (after a self-check); as-is keeps the library's choice.
+  std::string blas = "auto";
 };
 
 // A byte size as written in the config ("64MiB", "1.5GiB", "1000000", "unlimited" =

@@ -187,6 +187,7 @@ void visit(V& v, RuntimeConfig& r) {
   v.section("shadow", r.shadow);
   v.section("tiers", r.tiers);
   v.section("coherence", r.coherence);
+  v.field("blas", r.blas, one_of({"auto", "as-is"}));
   v.field("memory_limit", r.memory_limit, [](const std::string& s) {
     return s == "auto" || byte_size()(s).empty() ? std::string() : std::string("must be auto, a byte size or unlimited");
   });

@@ -1,3 +1,4 @@
+#include "core/cpu/blas_kernels.hpp"
 #include "train/dry_run.hpp"
 
 #include <algorithm>
@@ -316,6 +317,17 @@ std::string dry_run_report(const Config& cfg) {
      << "embedding:    " << pc.embedding << "\n"
      << "matrices:     " << pc.matrices << "\n"
      << "norm weights: " << pc.norms << "\n\n";
+  {
+    // The CPU and the BLAS kernels this process runs (after runtime.blas's switch, if any).
+    const nlohmann::json b = blas_report();
+    os << "# cpu and BLAS kernels\n"
+       << "cpu:          " << b["cpu"].get<std::string>() << " (" << b["cpu_vendor"].get<std::string>() << " family/model "
+       << b["cpu_family_model"].get<std::string>() << ": " << b["cpu_features"].get<std::string>() << ")\n"
+       << "kernels:      OpenBLAS " << b["openblas_corename"].get<std::string>() << " (best for this CPU: "
+       << (b["cpu_best_kernels"].get<std::string>().empty() ? "none known" : b["cpu_best_kernels"].get<std::string>())
+       << "; OPENBLAS_CORETYPE " << b["openblas_coretype_env"].get<std::string>() << "; runtime.blas " << cfg.runtime.blas
+       << ")\n\n";
+  }
   const double p = static_cast<double>(pc.total) * sizeof(float);
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, model_param_tables(cfg.model));
   const double opt = static_cast<double>(ob.total());

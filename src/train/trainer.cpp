@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <utility>
 #include <fstream>
 
 #include "core/backend.hpp"
+#include "core/cpu/blas_kernels.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "data/loader.hpp"
@@ -144,6 +146,7 @@ struct Trainer::Impl {
   float clip_scale = 1;
   double grad_norm = 0;
   double loss_sum = 0;
+  double replica_check_s = 0;   // this step's check of the replicas (distributed.check_every), if any
 
   Impl(const Config& c, Communicator* world_comm) : cfg(c) {
     if (!world_comm) {
@@ -401,8 +404,11 @@ struct Trainer::Impl {
       sharding->sum_over_group(&s, 1, "all_reduce of the gradient norm");
       grad_norm = std::sqrt(s);
       // Here every rank holds the parameters the step computed with.
-      if (cfg.distributed.check_every > 0 && step % cfg.distributed.check_every == 0)
+      if (cfg.distributed.check_every > 0 && step % cfg.distributed.check_every == 0) {
+        Timer t;
         check_replicas_identical("step " + std::to_string(step));
+        replica_check_s = t.seconds();
+      }
       const double clip = cfg.optim.grad_clip;
       clip_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / grad_norm) : 1.0f;
     });
@@ -496,6 +502,7 @@ struct Trainer::Impl {
                              {"backend", device ? device->device_name() : "cpu"},
                              {"precision", cfg.runtime.precision},
                              {"threads", threads},
+                             {"blas", blas_report()},
                              {"tokens_per_step", tokens_per_step}};
       if (shadow) info["shadow_lane"] = shadow_lane(cfg);
       info["ranks"] = world;
@@ -590,6 +597,7 @@ struct Trainer::Impl {
                           executor->seconds(OpKind::OptimStep)},
           {"elapsed_s", elapsed0 + wall.seconds()},
           {"peak_rss_bytes", by_rank(kPeakRss)}};
+      if (replica_check_s > 0) rec["replica_check_s"] = std::exchange(replica_check_s, 0.0);
       if (cfg.model.z_loss > 0) rec["z_loss"] = device ? device->last_z_loss() : model->last_z_loss();
       if (const std::optional<double> energy1 = device ? device->energy_j() : std::nullopt; energy0 && energy1) {
         rec["energy_j"] = *energy1 - *energy0;   // the GPU's, over the step (NVML)
