@@ -281,17 +281,4 @@ std::unique_ptr<Communicator> make_mpi_world_communicator() {
   return std::make_unique<MpiCommunicator>(world);
 }
 
-int ranks_on_this_node(Communicator& comm) {
-  auto* mpi = dynamic_cast<MpiCommunicator*>(&comm);
-  if (!mpi) return 1;
-  mpi->barrier("the ranks' split into nodes (MPI_Comm_split_type)");   // as in split()
-  MPI_Comm node;
-  check(MPI_Comm_split_type(mpi->comm(), MPI_COMM_TYPE_SHARED, mpi->rank(), MPI_INFO_NULL, &node),
-        "MPI_Comm_split_type", "topology");
-  int n = 1;
-  MPI_Comm_size(node, &n);
-  MPI_Comm_free(&node);
-  return n;
-}
-
 }  // namespace asteria

@@ -50,8 +50,4 @@ bool launched_with_several_ranks();
 // A duplicate of MPI_COMM_WORLD.
 std::unique_ptr<Communicator> make_mpi_world_communicator();
 
-// The number of ranks on this rank's node (MPI_Comm_split_type shared memory), for `comm` (an
-// MPI communicator; 1 for a local one).
-int ranks_on_this_node(Communicator& comm);
-
 }  // namespace asteria

@@ -45,6 +45,10 @@ Sharding::Sharding(const std::string& mode, Topology& topo, const std::vector<Pa
     group_ = topo.world;
     replicas_ = nullptr;
   } else if (mode == "hybrid") {
+    if (!topo.uniform)
+      fail("distributed.fsdp hybrid shards in each node and replicates across them, so every node needs the same "
+           "number of ranks; the hosts run ", topo.describe_hosts(), " (launch as many ranks on each host, or use "
+           "distributed.fsdp full or none)");
     group_ = topo.intra.get();
     replicas_ = topo.nodes > 1 ? topo.inter.get() : nullptr;
   } else {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -54,8 +56,17 @@ void truncate_metrics_after(const std::string& path, int64_t last_step) {
   std::filesystem::rename(tmp, path);
 }
 
+// A terminal to redraw the line on: stdout is one, and no MPI launcher stands between it and the
+// user (mpirun gives its ranks a pseudo-terminal even when its own output goes to a log file, so
+// a rank's isatty says nothing there: under a launcher the line is printed, not redrawn).
+static bool redraw_terminal() {
+  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(launcher)) return false;
+  return isatty(STDOUT_FILENO) != 0;
+}
+
 ProgressLine::ProgressLine(int64_t total_steps, int64_t log_every)
-    : total_(total_steps), tty_(isatty(STDOUT_FILENO) != 0) {
+    : total_(total_steps), tty_(redraw_terminal()) {
   log_every_ = log_every > 0 ? log_every : std::max<int64_t>(1, total_steps / 20);
 }
 

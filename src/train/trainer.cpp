@@ -161,6 +161,7 @@ struct Trainer::Impl {
     check_supported_world(cfg, world);
     topo = make_topology(*comm, cfg.distributed.ranks_per_node);
     topo.set_timeout(cfg.distributed.timeout_s);
+    if (!topo.note.empty() && writer()) std::fprintf(stderr, "asteria-train: note: %s\n", topo.note.c_str());
     check_supported(cfg);
     // Before any file is opened: a GPU run where there is none says so first. With several
     // ranks each sees only its own GPU, from before the process's first CUDA call.
@@ -193,7 +194,7 @@ struct Trainer::Impl {
     }
     // Before anything model-sized is allocated: refuse a run the machine cannot hold.
     // (On the GPU every rank is a whole process's host side: fsdp none.)
-    check_memory(cfg, world == 1 || cfg.runtime.backend == "cuda" ? process_memory(cfg) : rank_memory(cfg, world, topo.ranks_per_node),
+    check_memory(cfg, world == 1 || cfg.runtime.backend == "cuda" ? process_memory(cfg) : rank_memory(cfg, world, topo.uniform ? topo.ranks_per_node : 1),
                  topo.ranks_per_node);
     set_threads(cfg.runtime.threads);
     const TokenDtype dtype = data_dtype(cfg);
