@@ -8,10 +8,12 @@ cd "$(dirname "$0")/.."
 
 # slurm-wlm + munge: the local Slurm of the tests (scripts/slurm/local_slurm.sh); libpmix-dev
 # holds the libpmix.so that Slurm's mpi/pmix plugin (srun --mpi=pmix) opens at run time.
+# iproute2, nftables, util-linux: the hosts of scripts/cluster/cluster.sh (namespaces, shaped
+# links, packet loss).
 PACKAGES=(build-essential cmake pkg-config git
   libopenblas-openmp-dev liblapacke-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libhdf5-dev libxxhash-dev libgtest-dev libgmock-dev libsentencepiece-dev sentencepiece libopenmpi-dev openmpi-bin
-  slurm-wlm munge libpmix-dev
+  slurm-wlm munge libpmix-dev iproute2 nftables util-linux
   python3-matplotlib python3-numpy bible-kjv ${ASTERIA_EXTRA_PACKAGES:-})
 
 missing=()

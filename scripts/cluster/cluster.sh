@@ -15,18 +15,23 @@
 #   cluster.sh mpirun ARGS...     mpirun on node1 with the launch agent and the cluster's
 #                                 interfaces (ARGS: --host node1:2,node2:2 ..., the program)
 #   cluster.sh link HOST down|up|loss PCT|clear
-#                                 faults: the host's link down or up again, PCT % of its packets
-#                                 dropped (both ways, nftables), or no loss
+#                                 faults: the host's link down or up again, PCT % of the packets
+#                                 it sends dropped (nftables), or no loss
 #
 # State: $ASTERIA_CLUSTER_DIR (default /run/asteria-cluster): hosts, the UTS namespace files, the
-# agent and env.sh (ASTERIA_CLUSTER_* for callers). `up` on a state dir that holds a cluster
+# agent and env.sh (ASTERIA_CLUSTER_* for callers). ASTERIA_CLUSTER_PREFIX (default asteria) names
+# the namespaces, so that two clusters (two state dirs) can exist side by side. `up` on a state dir that holds a cluster
 # (after a crash, or another N) removes that one first, so it is safe to re-run. Needs root,
 # iproute2 (ip, tc), util-linux (unshare, nsenter) and nftables for `link loss`.
 set -euo pipefail
 
 STATE=${ASTERIA_CLUSTER_DIR:-/run/asteria-cluster}
-PREFIX=asteria   # network namespaces: asteria-sw (the switch), asteria-node1, ...
+# Network namespaces PREFIX-sw (the switch), PREFIX-node1, ...; veths PREFIX-eK / PREFIX-pK.
+PREFIX=${ASTERIA_CLUSTER_PREFIX:-asteria}
+[[ $PREFIX =~ ^[a-z][a-z0-9]{0,8}$ ]] || { echo "cluster: error: ASTERIA_CLUSTER_PREFIX '$PREFIX': 1-9 lowercase letters or digits" >&2; exit 2; }
 SELF=$(readlink -f "$0")
+# A cluster that exists keeps the prefix it was made with.
+[[ -f $STATE/prefix ]] && PREFIX=$(<"$STATE/prefix")
 
 die() { echo "cluster: error: $*" >&2; exit 1; }
 say() { echo "cluster: $*"; }
@@ -98,6 +103,7 @@ up() {
   [[ -d $STATE ]] && down >/dev/null
   mkdir -p "$STATE/uts"
   local sw=$PREFIX-sw
+  echo "$PREFIX" >"$STATE/prefix"
   echo "$sw" >"$STATE/switch"
   ip netns add "$sw"
   ip -n "$sw" link add br0 type bridge
@@ -117,6 +123,9 @@ up() {
     ip -n "$ns" addr add "$ip/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
+    # TCP gives up on an unreachable peer after ~25 s of retransmissions (the default, 15 retries,
+    # is ~15 minutes): mpirun then declares a host behind a dead link lost instead of waiting on it.
+    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_retries2=6
     if [[ -n $rate ]]; then
       # The host's egress: a token bucket at RATE (bursts of 1 ms of traffic, at least 64 KiB).
       ip netns exec "$ns" tc qdisc add dev eth0 root handle 1: tbf rate "$rate" burst 64kb latency 100ms
@@ -130,10 +139,10 @@ up() {
     unshare --uts="$STATE/uts/$h" hostname "$h"
   done
   # mpirun's launch agent: `agent HOST COMMAND...`, the command being one shell string.
-  printf '#!/bin/sh\nexec %q agent "$@"\n' "$SELF" >"$STATE/agent"
+  printf '#!/bin/sh\nASTERIA_CLUSTER_DIR=%q ASTERIA_CLUSTER_PREFIX=%q exec %q agent "$@"\n' "$STATE" "$PREFIX" "$SELF" >"$STATE/agent"
   chmod +x "$STATE/agent"
   {
-    echo "export ASTERIA_CLUSTER_DIR=$STATE"
+    echo "export ASTERIA_CLUSTER_DIR=$STATE ASTERIA_CLUSTER_PREFIX=$PREFIX"
     echo "export ASTERIA_CLUSTER_HOSTS='$(hosts | tr '\n' ' ' | sed 's/ $//')'"
     echo "export ASTERIA_CLUSTER_SUBNET=$subnet.0/24"
     echo "export ASTERIA_CLUSTER_RATE='$rate' ASTERIA_CLUSTER_DELAY_MS='$delay'"
@@ -171,8 +180,7 @@ link() {
       ip netns exec "$ns" nft delete table inet asteria_loss 2>/dev/null || true
       ip netns exec "$ns" nft -f - <<EOF
 table inet asteria_loss {
-  chain out { type filter hook output priority 0; iifname "lo" accept; oifname "lo" accept; numgen random mod 100 < $pct drop; }
-  chain in { type filter hook input priority 0; iifname "lo" accept; numgen random mod 100 < $pct drop; }
+  chain out { type filter hook output priority 0; oifname "lo" accept; numgen random mod 100 < $pct drop; }
 }
 EOF
       ;;
@@ -200,11 +208,12 @@ case $cmd in
     [[ -f $STATE/env.sh ]] || die "no cluster: run 'cluster.sh up N' first"
     # shellcheck disable=SC1091
     source "$STATE/env.sh"
-    # Over the cluster's links only; a lost host's daemon is noticed by TCP keepalive within
-    # about 30 s, so mpirun ends instead of waiting on a host it cannot reach.
+    # Over the cluster's links only; a lost host's daemon is noticed within about 40 s (TCP
+    # keepalive on idle connections; tcp_retries2 on busy ones, set by `up`), so mpirun ends
+    # instead of waiting on a host it cannot reach.
     in_host node1 mpirun --mca plm_rsh_agent "$STATE/agent" --mca plm_rsh_no_tree_spawn 1 \
       --mca oob_tcp_if_include "$ASTERIA_CLUSTER_SUBNET" --mca btl_tcp_if_include "$ASTERIA_CLUSTER_SUBNET" \
-      --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 3 \
+      --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 6 \
       -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM "$@"
     ;;
   link) link "$@" ;;

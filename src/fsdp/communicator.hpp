@@ -83,7 +83,14 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   // The same ranks in the same order on a new context (every rank calls it), with this one's
   // timeout: for a lane or subsystem that must not share this communicator's message matching.
-  std::unique_ptr<Communicator> duplicate() { return split(0, rank()); }
+  std::unique_ptr<Communicator> duplicate() {
+    auto d = split(0, rank());
+    d->describe_members(members_);
+    return d;
+  }
+  // Who the ranks are, for a timeout's message ("node1 (rank 0), node2 (rank 2)"; topology.hpp).
+  void describe_members(std::string text) { members_ = std::move(text); }
+  const std::string& members() const { return members_; }
   // The largest tag send/recv accept (MPI_TAG_UB; MPI guarantees at least 32767).
   virtual int max_tag() const { return 32767; }
 
@@ -94,6 +101,7 @@ class Communicator {
 
  protected:
   double timeout_s_ = 600;
+  std::string members_;
 };
 
 std::unique_ptr<Communicator> make_local_communicator();

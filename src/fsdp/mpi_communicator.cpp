@@ -36,6 +36,7 @@ int world_rank() {
 // abort_all_ranks); should the process still be alive kAbandonedGraceS later (an unwinding that
 // blocks, an error path that does not end the job), this watchdog ends the job itself.
 constexpr int kAbandonedGraceS = 10;
+constexpr int kAbortGraceS = 10;
 std::atomic<bool> g_watchdog_armed{false};
 
 void arm_abandoned_request_watchdog(const std::string& label) {
@@ -271,6 +272,15 @@ bool launched_with_several_ranks() {
 void abort_all_ranks(int code) {
   std::fflush(stdout);
   std::fflush(stderr);
+  // MPI_Abort asks the launcher to end every rank; where the launcher cannot be reached (this
+  // host's link is down) it may never return. This rank ends itself kAbortGraceS later anyway,
+  // so that a rank's exit is bounded by distributed.timeout_s + kAbortGraceS.
+  std::thread([code] {
+    std::this_thread::sleep_for(std::chrono::seconds(kAbortGraceS));
+    std::fprintf(stderr, "asteria: rank %d: MPI_Abort did not end this rank within %d s (launcher unreachable?); exiting\n",
+                 world_rank(), kAbortGraceS);
+    std::_Exit(code);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }

@@ -44,7 +44,8 @@ class MpiSession {
 bool launched_with_several_ranks();
 
 // Ends every rank of the job now with `code` (MPI_Abort): a failing rank must not leave the others
-// waiting in a collective.
+// waiting in a collective. This rank exits within 10 s even where MPI_Abort cannot reach the
+// launcher (a host whose link is down).
 [[noreturn]] void abort_all_ranks(int code);
 
 // A duplicate of MPI_COMM_WORLD.

@@ -46,6 +46,7 @@ std::string Topology::describe_hosts() const {
   std::vector<std::string> order;
   std::map<std::string, std::vector<int>> ranks;
   for (int r = 0; r < static_cast<int>(hosts.size()); ++r) {
+    if (hosts[r].empty()) continue;   // not a member
     if (ranks[hosts[r]].empty()) order.push_back(hosts[r]);
     ranks[hosts[r]].push_back(r);
   }
@@ -102,6 +103,17 @@ Topology make_topology(Communicator& world, int ranks_per_node_override) {
   }
   t.intra = world.split(t.node, t.local_rank);
   t.inter = world.split(t.local_rank, t.node);
+  // Who each communicator's ranks are, for its timeouts' messages.
+  const auto members = [&](auto in_group) {
+    Topology part;
+    for (int r = 0; r < t.world_size; ++r) part.hosts.push_back(in_group(r) ? t.hosts[r] : "");
+    return part.describe_hosts();
+  };
+  world.describe_members(t.describe_hosts());
+  t.intra->describe_members(members([&](int r) { return t.node_of[r] == t.node; }));
+  t.inter->describe_members(members([&](int r) {
+    return ranks_per_node_override > 0 ? r % t.ranks_per_node == t.local_rank : host_local[r] == t.local_rank;
+  }));
   return t;
 }
 
