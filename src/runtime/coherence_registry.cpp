@@ -13,6 +13,9 @@ CoherenceRegistry::CoherenceRegistry(CoherenceRule rule, int blocks) : rule_(rul
 
 bool CoherenceRegistry::decide(int b, double distance) const {
   const BlockVersions& v = versions_.at(static_cast<size_t>(b));
+  // A block's first version always ships: until then every replica runs on the initial state
+  // (SOAP: the identity basis), which S versions of staleness would keep for S refresh periods.
+  if (v.adopted == 0) return true;
   return rule_.ship(v.newest + 1 - v.adopted, distance);
 }
 

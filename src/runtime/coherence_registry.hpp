@@ -6,10 +6,13 @@
 // runtime.coherence.staleness S (>= 1) and tolerance tau (the new version's relative change from
 // the adopted one, BlockPreconditioner::refresh_change; 0 = off):
 //
-//   ship version n  iff  n - adopted >= S  or  (tau > 0 and distance(n, adopted) > tau)
+//   ship version n  iff  adopted = 0 (none yet: the block's first version)
+//                        or  n - adopted >= S  or  (tau > 0 and distance(n, adopted) > tau)
 //
 // so the adopted version is never more than S - 1 versions behind after a decision, S = 1 ships
-// every version (synchronous replication), and a large change goes out early. Decisions depend
+// every version (synchronous replication), and a large change goes out early. The first version
+// always ships: without it, S = k keeps every block on its initial state (SOAP: the identity
+// basis) for k refresh periods, which cost SOAP ~12 % of its final loss at S = 5. Decisions depend
 // only on counts, the config and computed values: the same on every replica (the owner's travels
 // with its control message), the same in every run.
 #include <cstddef>

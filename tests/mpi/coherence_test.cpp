@@ -49,14 +49,16 @@ TEST(MpiCoherence, EveryReplicaGetsTheOwnersVersionAndTheBytesAreTheHops) {
       SCOPED_TRACE(std::string(hierarchical ? "hierarchical" : "flat") + ", S = " + std::to_string(staleness));
       Coherence coh(CoherenceRule{staleness, 0}, hierarchical, *world, node, blocks);
       size_t want_intra = 0, want_inter = 0;
-      for (int round = 1; round <= 2; ++round)
+      for (int round = 1; round <= 3; ++round)
         for (int l = 0; l < 2; ++l)
           for (int b = 0; b < static_cast<int>(blocks[l].size()); ++b) {
             const MatrixBlock& mb = blocks[l][b];
             const RefreshJob truth = version_of(mb.rows, mb.cols, 10 * l + b + round);
             RefreshJob job = coh.owns(l, b) ? truth : RefreshJob{};
             const bool ship = coh.sync(l, b, 5 * round, job);
-            EXPECT_EQ(ship, round % staleness == 0);   // S = 2: the second version only
+            // S = 2: the first version (always), then the third (2 behind).
+            const bool want = round == 1 || (round - 1) % staleness == 0;
+            EXPECT_EQ(ship, want);
             if (ship) {
               ASSERT_EQ(job.left_basis.size(), truth.left_basis.size());
               for (size_t i = 0; i < truth.left_basis.size(); ++i)
@@ -67,7 +69,7 @@ TEST(MpiCoherence, EveryReplicaGetsTheOwnersVersionAndTheBytesAreTheHops) {
               EXPECT_EQ(job.right_perm, truth.right_perm);
             }
             EXPECT_EQ(coh.registry().block(coh.index(l, b)).newest, round);
-            EXPECT_EQ(coh.registry().block(coh.index(l, b)).adopted, ship ? round : round - round % staleness);
+            EXPECT_EQ(coh.registry().block(coh.index(l, b)).adopted, ship ? round : round - (round - 1) % staleness);
             // Hand-counted: a control message per hop, the payload too when shipped.
             const size_t bytes = Coherence::kControlBytes +
                                  (ship ? Coherence::payload_bytes("soap", mb.rows, mb.cols) : 0);

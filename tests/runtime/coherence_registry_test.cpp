@@ -23,48 +23,48 @@ TEST(CoherenceRegistry, SynchronousReplicationShipsEveryVersion) {
   EXPECT_EQ(reg.block(1).adopted, 0);   // the other block computed nothing
 }
 
-TEST(CoherenceRegistry, StalenessThreeAdoptsEveryThirdVersionAndNeverLater) {
+TEST(CoherenceRegistry, StalenessThreeShipsTheFirstThenEveryThirdVersionAndNeverLater) {
   CoherenceRegistry reg(CoherenceRule{3, 0}, 1);
-  // Versions 1, 2 dropped; 3 shipped; 4, 5 dropped; 6 shipped ...
-  const bool expected[] = {false, false, true, false, false, true, false, false, true};
+  // Version 1 shipped (the block's first); 2, 3 dropped; 4 shipped; 5, 6 dropped; 7 shipped ...
+  const bool expected[] = {true, false, false, true, false, false, true, false, false};
   for (int v = 1; v <= 9; ++v) {
     EXPECT_EQ(reg.computed(0, v, 1e9), expected[v - 1]) << "version " << v;   // tau off: distance ignored
     EXPECT_LE(reg.block(0).newest - reg.block(0).adopted, 2) << "never S versions behind after a decision";
   }
-  EXPECT_EQ(reg.block(0).adopted, 9);
-  EXPECT_EQ(reg.block(0).adopted_step, 9);
+  EXPECT_EQ(reg.block(0).adopted, 7);
+  EXPECT_EQ(reg.block(0).adopted_step, 7);
   EXPECT_EQ(reg.take_shipped(), 3);
   EXPECT_EQ(reg.take_skipped(), 6);
 }
 
 TEST(CoherenceRegistry, ToleranceShipsALargeChangeEarly) {
   CoherenceRegistry reg(CoherenceRule{5, 0.1}, 1);
-  EXPECT_FALSE(reg.computed(0, 1, 0.05));   // small change, 1 behind
-  EXPECT_TRUE(reg.computed(0, 2, 0.2));     // > tau: now, 2 versions before S
-  EXPECT_EQ(reg.block(0).adopted, 2);
-  EXPECT_FALSE(reg.computed(0, 3, 0.1));    // exactly tau is not more than tau
-  EXPECT_FALSE(reg.computed(0, 4, 0.0));
+  EXPECT_TRUE(reg.computed(0, 1, 0.0));     // the first version, whatever its change
+  EXPECT_FALSE(reg.computed(0, 2, 0.05));   // small change, 1 behind
+  EXPECT_TRUE(reg.computed(0, 3, 0.2));     // > tau: now, 3 versions before S
+  EXPECT_EQ(reg.block(0).adopted, 3);
+  EXPECT_FALSE(reg.computed(0, 4, 0.1));    // exactly tau is not more than tau
   EXPECT_FALSE(reg.computed(0, 5, 0.0));
   EXPECT_FALSE(reg.computed(0, 6, 0.0));
-  EXPECT_TRUE(reg.computed(0, 7, 0.0));     // 5 behind: S, whatever the distance
-  EXPECT_EQ(reg.block(0).adopted, 7);
+  EXPECT_FALSE(reg.computed(0, 7, 0.0));
+  EXPECT_TRUE(reg.computed(0, 8, 0.0));     // 5 behind: S, whatever the distance
+  EXPECT_EQ(reg.block(0).adopted, 8);
 }
 
 TEST(CoherenceRegistry, StalenessInVersionsAndSteps) {
   CoherenceRegistry reg(CoherenceRule{3, 0}, 2);
-  reg.computed(0, 10, 0);   // block 0: 1 behind, adopted from step 0
+  reg.computed(0, 5, 0);    // block 0's first version: shipped, adopted from step 5
+  reg.computed(0, 10, 0);   // 1 behind
   reg.computed(0, 20, 0);   // 2 behind
-  reg.computed(1, 15, 0);   // block 1: 1 behind
-  auto s = reg.staleness(30);
+  auto s = reg.staleness(30);   // block 1 computed nothing: 0 behind, on the initial state (step 0)
   EXPECT_EQ(s.max_versions, 2);
-  EXPECT_DOUBLE_EQ(s.mean_versions, 1.5);
+  EXPECT_DOUBLE_EQ(s.mean_versions, 1.0);
   EXPECT_EQ(s.max_steps, 30);
-  EXPECT_DOUBLE_EQ(s.mean_steps, 30);
-  reg.computed(0, 25, 0);   // shipped: block 0 adopted from step 25
+  EXPECT_DOUBLE_EQ(s.mean_steps, (25 + 30) / 2.0);
+  reg.computed(0, 25, 0);   // 3 behind: shipped, block 0 adopted from step 25
   s = reg.staleness(30);
-  EXPECT_EQ(s.max_versions, 1);
-  EXPECT_DOUBLE_EQ(s.mean_versions, 0.5);
-  EXPECT_EQ(s.max_steps, 30);
+  EXPECT_EQ(s.max_versions, 0);
+  EXPECT_DOUBLE_EQ(s.mean_versions, 0.0);
   EXPECT_DOUBLE_EQ(s.mean_steps, (5 + 30) / 2.0);
 }
 
@@ -75,6 +75,6 @@ TEST(CoherenceRegistry, ARestoredBlockDecidesAsTheOriginal) {
   a.computed(0, 8, 0);
   b.set_block(0, a.block(0));
   EXPECT_EQ(b.block(0).newest, 2);
-  EXPECT_EQ(b.block(0).adopted, 0);
+  EXPECT_EQ(b.block(0).adopted, 1);
   for (int v = 0; v < 4; ++v) EXPECT_EQ(b.computed(0, 9 + v, 0), a.computed(0, 9 + v, 0)) << v;
 }
