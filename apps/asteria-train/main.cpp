@@ -2,7 +2,9 @@
 //   asteria-train --config FILE.yaml [--set key=value ...] [--resume latest|DIR] [--dry-run] [--print-plan]
 // Exit codes: 0 success (also train.stop_after), 1 bad input (config, data, checkpoint, command
 // line), 2 internal error, 75 stopped by SIGTERM / SIGINT / SIGUSR1 after writing a checkpoint
-// (resume with --resume latest), 130 a second SIGINT (no checkpoint).
+// (resume with --resume latest), 76 a rank, host or link was lost (a collective that timed out
+// or failed; resume from the newest checkpoint once the ranks are back), 130 a second SIGINT (no
+// checkpoint).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -79,6 +81,9 @@ int main(int argc, char** argv) {
     if (r.final_eval_loss >= 0) std::printf(", final eval loss %.4f", r.final_eval_loss);
     std::printf(", %.0f tokens/s; outputs in %s\n", r.tokens_per_s, cfg.run.dir.c_str());
     return 0;
+  } catch (const asteria::CommError& e) {
+    std::fprintf(stderr, "asteria-train: error: %s\n", e.what());
+    return fail_with(asteria::kExitCommLost);
   } catch (const asteria::Error& e) {
     std::fprintf(stderr, "asteria-train: error: %s\n", e.what());
     return fail_with(1);

@@ -19,7 +19,8 @@
 #                                 it sends dropped (nftables), or no loss
 #
 # State: $ASTERIA_CLUSTER_DIR (default /run/asteria-cluster): hosts, the UTS namespace files, the
-# agent and env.sh (ASTERIA_CLUSTER_* for callers). ASTERIA_CLUSTER_PREFIX (default asteria) names
+# agent, env.sh (ASTERIA_CLUSTER_* for callers), and nodetmp/, which on each host is that host's
+# own directory (local/HOST): node-local scratch. ASTERIA_CLUSTER_PREFIX (default asteria) names
 # the namespaces, so that two clusters (two state dirs) can exist side by side. `up` on a state dir that holds a cluster
 # (after a crash, or another N) removes that one first, so it is safe to re-run. Needs root,
 # iproute2 (ip, tc), util-linux (unshare, nsenter) and nftables for `link loss`.
@@ -43,13 +44,19 @@ host_ns() { echo "$PREFIX-$1"; }
 host_ip() { awk -v h="$1" '$1 == h {print $2}' "$STATE/hosts"; }
 known_host() { [[ -f $STATE/hosts ]] && grep -q "^$1 " "$STATE/hosts"; }
 
-# Runs a command inside HOST: its network namespace (ip netns exec also binds
-# /etc/netns/NS/hosts over /etc/hosts) and its UTS namespace (hostname).
+# Runs a command inside HOST: its network namespace, its UTS namespace (hostname) and a private
+# mount namespace in which its hosts file is /etc/hosts and STATE/nodetmp is its own scratch
+# directory (node-local storage: Slurm's TmpFS, which other hosts must not share). (Not
+# `ip netns exec`, which also remounts /sys for the namespace and so hides the machine's cgroups,
+# which slurmd needs.) Every step execs: the command keeps this process's pid.
 in_host() {
-  local h=$1
+  local h=$1 ns
   shift
   known_host "$h" || die "no host '$h' in this cluster (hosts: $(hosts | tr '\n' ' '))"
-  exec ip netns exec "$(host_ns "$h")" nsenter --uts="$STATE/uts/$h" -- "$@"
+  ns=$(host_ns "$h")
+  exec nsenter --net="/run/netns/$ns" --uts="$STATE/uts/$h" -- unshare --mount --propagation private -- \
+    /bin/sh -c 'mount --bind "$0" /etc/hosts && mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+    "/etc/netns/$ns/hosts" "$STATE/local/$h" "$STATE/nodetmp" "$@"
 }
 
 netem_available() {
@@ -101,7 +108,7 @@ up() {
   command -v nsenter >/dev/null && command -v unshare >/dev/null || die "needs util-linux (nsenter, unshare)"
   command -v tc >/dev/null || die "needs iproute2's tc"
   [[ -d $STATE ]] && down >/dev/null
-  mkdir -p "$STATE/uts"
+  mkdir -p "$STATE/uts" "$STATE/nodetmp"
   local sw=$PREFIX-sw
   echo "$PREFIX" >"$STATE/prefix"
   echo "$sw" >"$STATE/switch"
@@ -136,6 +143,8 @@ up() {
     mkdir -p "/etc/netns/$ns"
     echo "$hosts_file" >"/etc/netns/$ns/hosts"
     touch "$STATE/uts/$h"
+    mkdir -p "$STATE/local/$h"
+    chmod 1777 "$STATE/local/$h"
     unshare --uts="$STATE/uts/$h" hostname "$h"
   done
   # mpirun's launch agent: `agent HOST COMMAND...`, the command being one shell string.
@@ -144,7 +153,7 @@ up() {
   {
     echo "export ASTERIA_CLUSTER_DIR=$STATE ASTERIA_CLUSTER_PREFIX=$PREFIX"
     echo "export ASTERIA_CLUSTER_HOSTS='$(hosts | tr '\n' ' ' | sed 's/ $//')'"
-    echo "export ASTERIA_CLUSTER_SUBNET=$subnet.0/24"
+    echo "export ASTERIA_CLUSTER_SUBNET=$subnet.0/24 ASTERIA_CLUSTER_NODE_TMP=$STATE/nodetmp"
     echo "export ASTERIA_CLUSTER_RATE='$rate' ASTERIA_CLUSTER_DELAY_MS='$delay'"
   } >"$STATE/env.sh"
   say "up: $n host(s) node1..node$n on $subnet.0/24${rate:+, egress $rate}${delay:+, delay ${delay} ms}"

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# A single-host Slurm cluster from Debian's packages (slurm-wlm, munge), for tests and users.
-#   scripts/slurm/local_slurm.sh start  [STATE_DIR]   start munged, slurmctld, slurmd; wait for the node
+# A Slurm cluster on this machine from Debian's packages (slurm-wlm, munge), for tests and users:
+# one node (this host) by default, or one node per host of a cluster of namespace hosts
+# (scripts/cluster/cluster.sh) when ASTERIA_SLURM_CLUSTER names that cluster's state dir: then
+# slurmctld runs on node1 and a slurmd on every host (its own NodeName and address), and Slurm's
+# commands must run on a host (`cluster.sh run node1 sbatch ...`; env.sh says so).
+#   scripts/slurm/local_slurm.sh start  [STATE_DIR]   start munged, slurmctld, slurmd(s); wait for the nodes
+#                                                     (with only some slurmd gone: start those again)
 #   scripts/slurm/local_slurm.sh stop   [STATE_DIR]   cancel its jobs, stop exactly the daemons it started
 #   scripts/slurm/local_slurm.sh status [STATE_DIR]   the daemons, sinfo and squeue
 # STATE_DIR (default $ASTERIA_SLURM_DIR, else /tmp/asteria-slurm-$UID) holds everything: the munge
@@ -15,7 +20,8 @@ usage() { echo "usage: $0 start|stop|status [STATE_DIR]" >&2; exit 2; }
 (($# >= 1 && $# <= 2)) || usage
 CMD=$1
 STATE=${2:-${ASTERIA_SLURM_DIR:-/tmp/asteria-slurm-$(id -u)}}
-DAEMONS=(munged slurmctld slurmd)
+ROOT_DIR=$(cd "$(dirname "$0")/../.." && pwd -P)
+CLUSTER_SH=$ROOT_DIR/scripts/cluster/cluster.sh
 # Nothing of a Slurm job this may run inside (or of another cluster) leaks into this cluster.
 while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM_|SBATCH_|SRUN_|SALLOC_|SQUEUE_)' || true)
 START_TIMEOUT_S=${ASTERIA_SLURM_START_TIMEOUT:-60}
@@ -35,6 +41,34 @@ abs_state() {
   elif [[ $STATE != /* ]]; then STATE=$PWD/$STATE; fi
   STATE=${STATE%/}
 }
+
+# The nodes: this host, or the hosts of the cluster named by ASTERIA_SLURM_CLUSTER (recorded in
+# STATE_DIR/cluster at start, so that stop and status find it). Sets CLUSTER_DIR, HOSTS, ADDRS,
+# DAEMONS (slurmd is slurmd-HOST on a cluster).
+setup_nodes() {
+  CLUSTER_DIR=${ASTERIA_SLURM_CLUSTER:-}
+  [[ -z $CLUSTER_DIR && -f $STATE/cluster ]] && CLUSTER_DIR=$(<"$STATE/cluster")
+  HOSTS=() ADDRS=()
+  if [[ -n $CLUSTER_DIR ]]; then
+    [[ -f $CLUSTER_DIR/hosts ]] || die "ASTERIA_SLURM_CLUSTER=$CLUSTER_DIR holds no cluster (scripts/cluster/cluster.sh up N)"
+    local h a
+    while read -r h a; do HOSTS+=("$h"); ADDRS+=("$a"); done <"$CLUSTER_DIR/hosts"
+    export ASTERIA_CLUSTER_DIR=$CLUSTER_DIR
+    DAEMONS=(munged slurmctld)
+    for h in "${HOSTS[@]}"; do DAEMONS+=("slurmd-$h"); done
+  else
+    HOSTS=("$(hostname -s)") ADDRS=(127.0.0.1)
+    DAEMONS=(munged slurmctld slurmd)
+  fi
+}
+slurmd_name() { if [[ -n $CLUSTER_DIR ]]; then echo "slurmd-$1"; else echo slurmd; fi; }
+
+# Runs a Slurm client command where slurmctld is reachable: here, or on node1 of the cluster.
+client() {
+  if [[ -n $CLUSTER_DIR ]]; then "$CLUSTER_SH" run "${HOSTS[0]}" "$@"; else "$@"; fi
+}
+# The command prefix that runs a daemon on host H (nothing for this host).
+on_host() { [[ -z $CLUSTER_DIR ]] || echo "$CLUSTER_SH run $1"; }
 
 # A pid recorded in STATE_DIR/pids/NAME.pid, printed only when that process is alive (not a
 # zombie) and is ours: its command line names this STATE_DIR (a pid reused by another process
@@ -60,7 +94,7 @@ slurm_env() { export SLURM_CONF=$STATE/slurm.conf; }
 
 log_tails() {  # the end of each daemon's log (its own log file, else what it wrote to stderr)
   local d f
-  for d in munged slurmctld slurmd; do
+  for d in "${DAEMONS[@]}"; do
     f=$STATE/log/$d.log
     [[ -s $f ]] || f=$STATE/log/$d.out
     [[ -s $f ]] || continue
@@ -76,18 +110,20 @@ stop_daemons() {
   if live_pid slurmctld >/dev/null && [[ -f $STATE/slurm.conf ]]; then
     slurm_env
     local jobs
-    jobs=$(timeout 10 squeue -h -o %i 2>/dev/null || true)
+    jobs=$(client timeout 10 squeue -h -o %i 2>/dev/null || true)
     if [[ -n $jobs ]]; then
       say "cancelling jobs: $(echo $jobs)"
       # shellcheck disable=SC2086
-      timeout 10 scancel $jobs 2>/dev/null || true
+      client timeout 10 scancel $jobs 2>/dev/null || true
       for ((i = 0; i < 60; i++)); do
-        [[ -z $(timeout 5 squeue -h -o %i 2>/dev/null || true) ]] && break
+        [[ -z $(client timeout 5 squeue -h -o %i 2>/dev/null || true) ]] && break
         sleep 0.5
       done
     fi
   fi
-  for name in slurmd slurmctld munged; do
+  local order=()
+  for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do order+=("${DAEMONS[i]}"); done
+  for name in "${order[@]}"; do
     if pid=$(live_pid "$name"); then
       any=1
       kill -TERM "$pid" 2>/dev/null || true
@@ -123,7 +159,10 @@ pick_ports() {
 }
 
 write_conf() {
-  local host=$1 cpus mem_kb mem_mb topo=""
+  local cpus mem_kb mem_mb topo="" tmpfs=$STATE/tmp
+  # On a cluster each host's scratch is its own (cluster.sh: nodetmp): Slurm's PMIx plugin makes
+  # per-step directories there that two nodes must not share.
+  [[ -n $CLUSTER_DIR ]] && tmpfs=$CLUSTER_DIR/nodetmp
   cpus=${ASTERIA_SLURM_CPUS:-$(nproc)}
   [[ $cpus =~ ^[1-9][0-9]*$ ]] || die "ASTERIA_SLURM_CPUS must be a positive integer, not '$cpus'"
   mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
@@ -144,7 +183,7 @@ write_conf() {
 # Written by scripts/slurm/local_slurm.sh start; rewritten (new ports) at every start.
 ClusterName=asteria-local
 FirstJobId=$first_job
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=${HOSTS[0]}(${ADDRS[0]})
 SlurmctldPort=${PORTS[0]}
 SlurmdPort=${PORTS[1]}
 SlurmUser=root
@@ -153,14 +192,14 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$STATE/munge/munge.socket.2
 StateSaveLocation=$STATE/ctld
-SlurmdSpoolDir=$STATE/spool
+SlurmdSpoolDir=$STATE/spool/%n
 SlurmctldPidFile=$STATE/run/slurmctld.pid
-SlurmdPidFile=$STATE/run/slurmd.pid
+SlurmdPidFile=$STATE/run/slurmd.%n.pid
 SlurmctldLogFile=$STATE/log/slurmctld.log
-SlurmdLogFile=$STATE/log/slurmd.log
+SlurmdLogFile=$STATE/log/slurmd.%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-TmpFS=$STATE/tmp
+TmpFS=$tmpfs
 # No cgroups (no systemd): processes are tracked through /proc, tasks are not bound.
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -184,10 +223,12 @@ InactiveLimit=0
 KillWait=5
 Waittime=0
 MinJobAge=300
-NodeName=$host NodeAddr=127.0.0.1 NodeHostname=$host CPUs=$cpus ${topo}RealMemory=$mem_mb State=UNKNOWN
+$(for i in "${!HOSTS[@]}"; do
+    echo "NodeName=${HOSTS[i]} NodeAddr=${ADDRS[i]} NodeHostname=${HOSTS[i]} CPUs=$cpus ${topo}RealMemory=$mem_mb State=UNKNOWN"
+  done)
 # OverSubscribe=FORCE:4: up to 4 jobs share a core; one job with more tasks than CPUs needs
 # sbatch/srun --overcommit (-O).
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+PartitionName=debug Nodes=$(IFS=,; echo "${HOSTS[*]}") Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
   mv "$STATE/slurm.conf.tmp" "$STATE/slurm.conf"
 }
@@ -251,15 +292,15 @@ start_munged() {
 probe_batch_job() {
   local left=$1 job state info i
   ((left > 5)) || left=5
-  job=$(timeout 10 sbatch --parsable -J local_slurm_probe -n 1 -o /dev/null -e /dev/null \
-    --chdir="$STATE/tmp" --wrap true 2>&1) || { log_tails; die "the probe job was refused: $job"; }
+  job=$(client timeout 10 sbatch --parsable -J local_slurm_probe -N "${#HOSTS[@]}" -n "${#HOSTS[@]}" -o /dev/null \
+    -e /dev/null --chdir="$STATE/tmp" --wrap true 2>&1) || { log_tails; die "the probe job was refused: $job"; }
   [[ $job =~ ^[0-9]+$ ]] || { log_tails; die "sbatch of the probe job answered '$job'"; }
   for ((i = 0; i < left * 5; i++)); do
-    state=$(timeout 10 squeue -h -j "$job" -o %T 2>/dev/null || true)
+    state=$(client timeout 10 squeue -h -j "$job" -o %T 2>/dev/null || true)
     [[ -z $state ]] && break
     sleep 0.2
   done
-  info=$(timeout 10 scontrol -o show job "$job" 2>/dev/null || true)
+  info=$(client timeout 10 scontrol -o show job "$job" 2>/dev/null || true)
   if [[ -n $state || $info != *JobState=COMPLETED* ]]; then
     log_tails
     die "the probe job $job did not complete within $left s (state: ${state:-$(grep -oE 'JobState=[A-Z_]+' <<<"$info")})"
@@ -272,7 +313,12 @@ lock_state() {
   flock -w 120 9 || die "another start/stop of $STATE holds $STATE/.lock"
 }
 
-node_state() { timeout 10 sinfo -h -N -o %T 2>/dev/null | head -n 1; }
+# The nodes' state: the one word when all nodes agree ("idle"), else the first that is not idle.
+node_state() {
+  local states
+  states=$(client timeout 10 sinfo -h -N -o %T 2>/dev/null | sort -u)
+  if [[ -n $states && $(wc -l <<<"$states") -eq 1 ]]; then echo "$states"; else grep -v '^idle' <<<"$states" | head -n 1; fi
+}
 
 do_start() {
   [[ $(id -u) -eq 0 ]] || die "run as root (slurmd runs as root, munged as user munge)"
@@ -284,6 +330,8 @@ do_start() {
   mkdir -p "$STATE"
   abs_state
   lock_state
+  setup_nodes
+  if [[ -n $CLUSTER_DIR ]]; then echo "$CLUSTER_DIR" >"$STATE/cluster"; else rm -f "$STATE/cluster"; fi
 
   local name alive=0
   for name in "${DAEMONS[@]}"; do live_pid "$name" >/dev/null && alive=$((alive + 1)); done
@@ -293,6 +341,26 @@ do_start() {
       say "already running from $STATE"
       return 0
     fi
+  fi
+  # A node's slurmd lost (a node failure, or a test's) while slurmctld and munged run: only that
+  # slurmd starts again; the jobs, pending ones too, stay.
+  if ((alive > 0)) && live_pid munged >/dev/null && live_pid slurmctld >/dev/null && [[ -f $STATE/slurm.conf ]]; then
+    slurm_env
+    local host restarted=()
+    for host in "${HOSTS[@]}"; do
+      live_pid "$(slurmd_name "$host")" >/dev/null && continue
+      rm -f "$STATE/pids/$(slurmd_name "$host").pid" "$STATE/run/slurmd.$host.pid"
+      # The node comes back as after a reboot: the steps it lost leave no sockets or PMIx
+      # directories in its spool, nor files in its scratch (a requeued job reuses their names).
+      find "$STATE/spool/$host" -mindepth 1 -maxdepth 1 ! -name 'cred_state*' ! -name 'hwloc_topo_whole.xml' \
+        -exec rm -rf {} + 2>/dev/null || true
+      [[ -n $CLUSTER_DIR ]] && find "$CLUSTER_DIR/local/$host" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null || true
+      # shellcheck disable=SC2046
+      launch "$(slurmd_name "$host")" $(on_host "$host") slurmd -D -f "$STATE/slurm.conf" -N "$host"
+      restarted+=("$host")
+    done
+    say "started slurmd again on ${restarted[*]} (slurmctld and munged were running; jobs kept)"
+    return 0
   fi
   if ((alive > 0)); then
     say "restarting: only part of the cluster in $STATE is healthy"
@@ -304,19 +372,31 @@ do_start() {
   STARTING=1
   chmod 0755 "$STATE"
   mkdir -p "$STATE"/{ctld,spool,log,run,pids,tmp}
+  local h
+  for h in "${HOSTS[@]}"; do mkdir -p "$STATE/spool/$h"; done
   chmod 1777 "$STATE/tmp"
   local host
-  host=$(hostname -s)
   start_munged
-  write_conf "$host"
+  write_conf
   cat >"$STATE/env.sh" <<EOF
 # source this file to use the local Slurm started from $STATE
 export SLURM_CONF=$STATE/slurm.conf
 export ASTERIA_SLURM_DIR=$STATE
 EOF
+  if [[ -n $CLUSTER_DIR ]]; then
+    cat >>"$STATE/env.sh" <<EOF
+# Its nodes are the hosts of $CLUSTER_DIR: run Slurm's commands on one, e.g.
+#   $CLUSTER_SH run ${HOSTS[0]} sbatch ...
+export ASTERIA_CLUSTER_DIR=$CLUSTER_DIR
+EOF
+  fi
   slurm_env
-  launch slurmctld slurmctld -D -f "$STATE/slurm.conf"
-  launch slurmd slurmd -D -f "$STATE/slurm.conf" -N "$host"
+  # shellcheck disable=SC2046  # on_host: a command prefix, or nothing
+  launch slurmctld $(on_host "${HOSTS[0]}") slurmctld -D -f "$STATE/slurm.conf"
+  for host in "${HOSTS[@]}"; do
+    # shellcheck disable=SC2046
+    launch "$(slurmd_name "$host")" $(on_host "$host") slurmd -D -f "$STATE/slurm.conf" -N "$host"
+  done
 
   local t0=$SECONDS st=""
   while ((SECONDS - t0 < START_TIMEOUT_S)); do
@@ -330,24 +410,25 @@ EOF
     if [[ $st == idle ]]; then
       probe_batch_job $((START_TIMEOUT_S - (SECONDS - t0)))
       check_own_pidfile slurmctld "$STATE/run/slurmctld.pid"
-      check_own_pidfile slurmd "$STATE/run/slurmd.pid"
-      say "started from $STATE (slurmctld port ${PORTS[0]}, slurmd port ${PORTS[1]}); node $host idle"
+      for host in "${HOSTS[@]}"; do check_own_pidfile "$(slurmd_name "$host")" "$STATE/run/slurmd.$host.pid"; done
+      say "started from $STATE (slurmctld port ${PORTS[0]}, slurmd port ${PORTS[1]}); node(s) ${HOSTS[*]} idle"
       say "use it with: source $STATE/env.sh"
       STARTING=0
       return 0
     fi
     # A node left down or drained by an earlier run of this STATE_DIR is resumed.
     if [[ $st =~ ^(down|drain|drained|draining) ]]; then
-      timeout 10 scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true
+      for host in "${HOSTS[@]}"; do client timeout 10 scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true; done
     fi
     sleep 0.5
   done
   log_tails
-  die "node $host not idle after ${START_TIMEOUT_S} s (state: ${st:-no answer}; logs above, in $STATE/log)"
+  die "node(s) ${HOSTS[*]} not idle after ${START_TIMEOUT_S} s (state: ${st:-no answer}; logs above, in $STATE/log)"
 }
 
 do_stop() {
   abs_state
+  setup_nodes
   [[ -d $STATE ]] || { say "nothing to stop: $STATE does not exist"; return 0; }
   lock_state
   if stop_daemons; then say "stopped the cluster of $STATE"; else say "not running from $STATE"; fi
@@ -355,6 +436,7 @@ do_stop() {
 
 do_status() {
   abs_state
+  setup_nodes
   local name pid running=0
   for name in "${DAEMONS[@]}"; do
     if pid=$(live_pid "$name"); then echo "$name: running (pid $pid)"; running=$((running + 1))
@@ -362,8 +444,8 @@ do_status() {
   done
   if live_pid slurmctld >/dev/null; then
     slurm_env
-    timeout 10 sinfo || true
-    timeout 10 squeue || true
+    client timeout 10 sinfo || true
+    client timeout 10 squeue || true
   fi
   ((running == ${#DAEMONS[@]}))
 }

@@ -21,8 +21,9 @@ void Communicator::wait(Request& r) {
   // a waiting comm lane does not take a core from the compute lane.
   for (int spins = 0; !r.impl_->test(); ++spins) {
     if (t.seconds() > timeout_s_)
-      fail("rank ", rank(), ": ", r.label(), " did not complete within distributed.timeout_s = ", timeout_s_, " s: ",
-           members_.empty() ? "a rank" : "a rank of " + members_, " died, stalled or lost its link");
+      throw CommError(detail::concat("rank ", rank(), ": ", r.label(), " did not complete within distributed.timeout_s = ",
+                                     timeout_s_, " s: ", members_.empty() ? "a rank" : "a rank of " + members_,
+                                     " died, stalled or lost its link"));
     if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   r.impl_.reset();

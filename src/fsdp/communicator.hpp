@@ -28,9 +28,19 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace asteria {
 
 class Communicator;
+
+// A collective or message that did not complete within the timeout, or that the transport
+// failed: a rank, its host or its link was lost. asteria-train exits with its own code for it
+// (kExitCommLost), which a batch script can requeue.
+class CommError : public Error {
+ public:
+  using Error::Error;
+};
 
 // A started operation. Move-only; waiting on an empty request returns at once.
 class Request {

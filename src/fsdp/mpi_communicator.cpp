@@ -65,7 +65,11 @@ struct MpiRequest final : Request::Impl {
     const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
       req = MPI_REQUEST_NULL;   // not pending any more as far as MPI reports
-      check(rc, "MPI_Test", label);
+      try {
+        check(rc, "MPI_Test", label);
+      } catch (const Error& e) {
+        throw CommError(e.what());   // the transport failed: a peer or its link was lost
+      }
     }
     return done != 0;
   }

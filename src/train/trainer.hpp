@@ -30,6 +30,9 @@ struct TrainResult {
 // asteria-train's exit code after a stop by signal with its checkpoint written (a requeue
 // script tests it): 75, EX_TEMPFAIL ("try again").
 constexpr int kExitCheckpointedOnSignal = 75;
+// A rank, its host or its link was lost (a collective's timeout, a failed transport: CommError):
+// the run can go on from its newest checkpoint once the ranks are back (train.sbatch requeues).
+constexpr int kExitCommLost = 76;
 
 // Several ranks (a `world` communicator of more than one rank): with distributed.fsdp none every
 // rank holds the whole model and optimizer state (replicated, DDP-like); full and hybrid shard

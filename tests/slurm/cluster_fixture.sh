@@ -38,7 +38,7 @@ slurm_test_end() {
   fi
   local f
   # shellcheck disable=SC2068  # the globs expand here
-  for f in "$STATE"/log/slurmctld.log "$STATE"/log/slurmd.log ${LOGS_AT_FAIL[@]}; do
+  for f in "$STATE"/log/slurmctld.log "$STATE"/log/slurmd*.log ${LOGS_AT_FAIL[@]}; do
     [[ -s $f ]] && { echo "----- tail of $f"; tr '\r' '\n' <"$f" | grep -v $'^\e\\[Kstep' | tail -n 40; }
   done
   say "FAIL: $WHY (state kept in $STATE)"
