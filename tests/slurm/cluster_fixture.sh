@@ -7,9 +7,11 @@
 #                                  output (quiet: only when it fails)
 #   fail WHY...                    ends the test with "FAIL: WHY" (state kept for a look)
 #   RESULT=PASS                    before the test exits 0
-# KILL_AT_EXIT (pids) are killed at the end; LOGS_AT_FAIL (file globs, expanded then: the files
-# may not exist yet when they are named) are shown, tails, when the test fails.
+# KILL_AT_EXIT (pids) are killed at the end; AFTER_STOP (commands) run once the cluster is
+# stopped; LOGS_AT_FAIL (file globs, expanded then: the files may not exist yet when they are
+# named) are shown, tails, when the test fails.
 KILL_AT_EXIT=()
+AFTER_STOP=()
 LOGS_AT_FAIL=()
 
 slurm_test_begin() {
@@ -31,6 +33,8 @@ slurm_test_end() {
   local p
   for p in "${KILL_AT_EXIT[@]}"; do [[ -n $p ]] && kill "$p" 2>/dev/null; done
   if ((started)); then "$LOCAL_SLURM" stop "$STATE" >/dev/null 2>&1 || say "stopping the cluster failed"; fi
+  local c
+  for c in "${AFTER_STOP[@]}"; do eval "$c" >/dev/null 2>&1 || say "'$c' failed"; done
   if [[ $RESULT == PASS ]]; then
     rm -rf "$STATE"
     say "PASS ($((SECONDS - T0)) s)"
