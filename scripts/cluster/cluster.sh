@@ -220,7 +220,9 @@ case $cmd in
     # Over the cluster's links only; a lost host's daemon is noticed within about 40 s (TCP
     # keepalive on idle connections; tcp_retries2 on busy ones, set by `up`), so mpirun ends
     # instead of waiting on a host it cannot reach.
-    in_host node1 mpirun --mca plm_rsh_agent "$STATE/agent" --mca plm_rsh_no_tree_spawn 1 \
+    # --bind-to none: every host's daemon would bind its ranks to the same cores of this one
+    # machine.
+    in_host node1 mpirun --bind-to none --mca plm_rsh_agent "$STATE/agent" --mca plm_rsh_no_tree_spawn 1 \
       --mca oob_tcp_if_include "$ASTERIA_CLUSTER_SUBNET" --mca btl_tcp_if_include "$ASTERIA_CLUSTER_SUBNET" \
       --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 6 \
       -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM "$@"
