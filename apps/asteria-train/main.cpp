@@ -7,6 +7,7 @@
 // checkpoint).
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (asteria::launched_with_several_ranks()) {
+      // A peer that dies mid-transfer must not kill this rank through SIGPIPE (exit 141, no
+      // message): the write fails instead, the transfer's request reports it and the rank ends
+      // naming it (a CommError, exit 76).
+      std::signal(SIGPIPE, SIG_IGN);
       mpi = std::make_unique<asteria::MpiSession>(&argc, &argv);
       world = asteria::make_mpi_world_communicator();
     }
