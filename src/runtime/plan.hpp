@@ -61,7 +61,8 @@ struct Op {
   OpKind kind{};
   Lane lane = Lane::Compute;
   int layer = -1;              // -1: whole model
-  int block = -1;              // preconditioner block (later optimizers), -1: whole layer
+  int block = -1;              // preconditioner block (later optimizers), -1: whole layer; root_jobs:
+                               // which of the step's placed parts (ShadowPlanOps)
   int micro = -1;              // micro-batch, -1: not per micro-batch
   int64_t tag = -1;            // owner-defined (shadow: the step a root job publishes at; tiers:
                                // the index of the op's move list)

@@ -97,10 +97,11 @@ void ShadowPipeline::submit(int layer, int block, const SlotPtr& slot) {
   pool_->submit([this, layer, block, slot](int worker) { compute(layer, block, slot, worker); });
 }
 
-void ShadowPipeline::run_batch(int64_t step) {
+void ShadowPipeline::run_batch(int64_t step, bool opened_this_step) {
   placement_->tasks_at(step, batch_);
   batch_slots_.clear();
   for (const PlacedTask& t : batch_) {
+    if ((t.opened == step) != opened_this_step) continue;
     SlotPtr slot = find_slot(t.layer, t.block, t.opened + delay_.delay);
     if (slot && slot->state == SlotState::Snapshotted) batch_slots_.emplace_back(t, std::move(slot));
   }
@@ -234,6 +235,31 @@ ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> b
                              const RootJobPlacement* placement, bool coherent)
     : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay), placement_(placement), coherent_(coherent) {}
 
+void ShadowPlanOps::backward(PlanBuilder& b, int layer, int micro) {
+  if (layer != 0 || micro != b.shape().micro_batches - 1) return;
+  // Comm lane, after the step's last gradient reduction (the comm lane runs its ops in plan
+  // order, and the backward waits for those): the versions publishing now, layer by layer in the
+  // optimizer's order (the same on every replica).
+  const int64_t step = b.shape().step;
+  const int64_t opened = step - delay_.delay;
+  if (coherent_ && delay_.delay > 0 && opened >= 1 && delay_.at(opened) > 0) {
+    for (int l = static_cast<int>(blocks_.size()) - 1; l >= 0; --l) {
+      bool publishes = false;
+      for (int bi = 0; bi < blocks_[l]; ++bi) publishes |= schedule_.due(l, bi, opened);
+      if (!publishes) continue;
+      Op sync;
+      sync.kind = OpKind::CoherenceSync;
+      sync.lane = Lane::Comm;
+      sync.layer = l;
+      sync.tag = step;
+      sync.reads = {{StateKind::Snapshot, l}};
+      sync.writes = {{StateKind::Snapshot, l}};
+      b.add(std::move(sync));
+    }
+  }
+  if (placement_) add_batch(b, kEarlierRefreshes);
+}
+
 void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
   const int64_t step = b.shape().step;
   // The refreshes publishing now were opened at step - D (after the synchronous warm-up).
@@ -247,19 +273,7 @@ void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
   op.layer = layer;
   op.tag = step;
   op.reads = {{StateKind::Snapshot, layer}};
-  if (coherent_) {
-    // After clip_grads: the comm lane runs its ops in plan order, and the step's gradient
-    // reductions, which the backward waits for, go first.
-    Op sync;
-    sync.kind = OpKind::CoherenceSync;
-    sync.lane = Lane::Comm;
-    sync.layer = layer;
-    sync.tag = step;
-    sync.deps = {b.find(OpKind::ClipGrads)};
-    sync.reads = {{StateKind::Snapshot, layer}};
-    sync.writes = {{StateKind::Snapshot, layer}};
-    op.deps = {b.add(std::move(sync))};
-  }
+  if (coherent_) op.deps = {b.find(OpKind::CoherenceSync, layer)};
   b.add(std::move(op));
 }
 
@@ -295,14 +309,18 @@ void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
 }
 
 void ShadowPlanOps::step_end(PlanBuilder& b) {
-  if (!placement_) return;
+  if (placement_) add_batch(b, kThisStepsRefreshes);
+}
+
+void ShadowPlanOps::add_batch(PlanBuilder& b, int which) {
   const int64_t step = b.shape().step;
   placement_->tasks_at(step, tasks_);
-  if (tasks_.empty()) return;
   Op batch;
   batch.kind = OpKind::RootJobBatch;
   batch.tag = step;
+  batch.block = which;
   for (const PlacedTask& t : tasks_) {
+    if ((t.opened == step) != (which == kThisStepsRefreshes)) continue;
     const StateRef snapshot{StateKind::Snapshot, t.layer};
     if (std::find(batch.reads.begin(), batch.reads.end(), snapshot) == batch.reads.end()) batch.reads.push_back(snapshot);
     // A task of a refresh opened at this step needs this step's snapshot of its layer.
@@ -312,6 +330,7 @@ void ShadowPlanOps::step_end(PlanBuilder& b) {
       if (std::find(batch.deps.begin(), batch.deps.end(), snap) == batch.deps.end()) batch.deps.push_back(snap);
     }
   }
+  if (batch.reads.empty()) return;
   b.add(std::move(batch));
 }
 
@@ -320,7 +339,8 @@ std::string ShadowPlanOps::describe(const Op& op, const std::vector<std::string>
   placement_->tasks_at(op.tag, tasks_);
   std::string s = "jobs:";
   for (const PlacedTask& t : tasks_)
-    s += " " + layer_names[t.layer] + "/" + std::to_string(t.block) + "[parts " + std::to_string(t.begin) + "-" +
+    if ((t.opened == op.tag) == (op.block == kThisStepsRefreshes))
+      s += " " + layer_names[t.layer] + "/" + std::to_string(t.block) + "[parts " + std::to_string(t.begin) + "-" +
          std::to_string(t.end - 1) + "](publish_at=" + std::to_string(t.opened + delay_.delay) + ")";
   return s;
 }
@@ -347,7 +367,8 @@ void ShadowPipeline::bind(Executor& ex) {
       slot->state = SlotState::Snapshotted;
     }
   });
-  ex.bind(OpKind::RootJobBatch, [this](const Op& op) { run_batch(op.tag); });
+  ex.bind(OpKind::RootJobBatch,
+          [this](const Op& op) { run_batch(op.tag, op.block == ShadowPlanOps::kThisStepsRefreshes); });
   // Comm lane: the versions of the layer's blocks publishing at this step, in block order (the
   // same on every replica); the owner's wait for its job is shadow stall.
   ex.bind(OpKind::CoherenceSync, [this](const Op& op) {

@@ -18,8 +18,9 @@
 // of any step are known when its plan is built (ShadowPlanOps, also used by --print-plan).
 //
 // Replicated state (coherence.hpp): only a block's owner snapshots and computes its refreshes.
-// At the publish step a coherence_sync(layer) op on the comm lane (after clip_grads, before the
-// layer's publish_wait) ships the owners' versions of the blocks publishing then; every replica
+// At the publish step a coherence_sync(layer) op on the comm lane (after the step's last
+// gradient reduction, before the layer's publish_wait) ships the owners' versions of the blocks
+// publishing then, overlapping the end of the backward and clip_grads; every replica
 // installs a shipped version at the block's refresh point of that step (dropped versions are
 // computed and never installed). A warm-up refresh (published at once) syncs at its refresh point.
 // The owner keeps the newest version it dropped and starts the block's next refresh from it
@@ -29,8 +30,11 @@
 //
 // Warm-up: refreshes opened at steps t <= runtime.shadow.sync_steps publish at once (D = 0 for
 // them; shadow_delay.hpp). Without host workers (runtime.shadow.lane compute, or auto on a
-// machine whose cores the compute lane uses) the refreshes run in parts, in a batch at the end of
-// each step on the compute lane's threads instead (root_job_placement.hpp), with the same results.
+// machine whose cores the compute lane uses) the refreshes run in parts on the compute lane's
+// threads instead (root_job_placement.hpp), with the same results: the parts of refreshes opened
+// at earlier steps right after the last backward, while the last gradient reductions are in
+// flight (a multi-rank step would otherwise wait for them idle), and those opened at this step at
+// its end, after their snapshots.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -53,8 +57,8 @@ namespace asteria {
 
 // The shadow pipeline's ops in a step's plan: publish_wait(l) before optim_step(l) for the
 // blocks publishing now, snapshot(l) after it and one root_job per block refreshing now (host
-// lane); or, with a placement (compute lane), one root_jobs op at the end of the step running
-// the jobs placed there.
+// lane); or, with a placement (compute lane), root_jobs ops running the parts placed at this
+// step: after the last backward (refreshes opened earlier) and at the end (opened now).
 class ShadowPlanOps final : public PlanContributor {
  public:
   // blocks_per_layer[l]: number of preconditioned blocks of layer l; placement: null for host
@@ -62,9 +66,18 @@ class ShadowPlanOps final : public PlanContributor {
   // coherent: the blocks are replicated (coherence_sync ops).
   ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
                 const RootJobPlacement* placement = nullptr, bool coherent = false);
+  // After the last backward (its reductions already queued on the comm lane): the step's
+  // coherence syncs, and the root-job parts of refreshes opened at earlier steps, so that both
+  // overlap the last gradient reductions, which clip_grads waits for.
+  void backward(PlanBuilder& b, int layer, int micro) override;
   void optimizer(PlanBuilder& b, int layer) override;
   void after_optimizer(PlanBuilder& b, int layer) override;
+  // The parts of the refreshes opened at this step (after their snapshots).
   void step_end(PlanBuilder& b) override;
+
+  // A root_jobs op's Op::block: which of the step's placed tasks it runs.
+  static constexpr int kEarlierRefreshes = 0;   // opened at an earlier step (before clip_grads)
+  static constexpr int kThisStepsRefreshes = 1; // opened at this step (at its end)
   // --print-plan detail of a root_jobs op: its jobs and their publish steps.
   std::string describe(const Op& op, const std::vector<std::string>& layer_names) const;
 
@@ -75,6 +88,8 @@ class ShadowPlanOps final : public PlanContributor {
   const RootJobPlacement* placement_;
   bool coherent_;
   mutable std::vector<PlacedTask> tasks_;
+  // Adds the root_jobs op of `step`'s tasks of one kind (kEarlierRefreshes, kThisStepsRefreshes).
+  void add_batch(PlanBuilder& b, int which);
 };
 
 // A refresh opened and not yet published, computed to the end: what a checkpoint keeps of the
@@ -169,8 +184,9 @@ class ShadowPipeline final : public RefreshPolicy {
   void compute(int layer, int block, const SlotPtr& slot, int worker, int begin = 0, int end = -1);
   void wait_ready(const SlotPtr& slot);
   SlotPtr find_slot(int layer, int block, int64_t publish_step);
-  // Compute lane: the tasks placed at the end of `step`, one per thread at a time.
-  void run_batch(int64_t step);
+  // Compute lane: the tasks placed at `step` (of refreshes opened at an earlier step, or at this
+  // one), one per thread at a time.
+  void run_batch(int64_t step, bool opened_this_step);
 
   // Installs (or, with coherence, syncs and maybe installs) a slot's version at its publish step.
   void publish_slot(int layer, int block, BlockPreconditioner& pc, const SlotPtr& slot);

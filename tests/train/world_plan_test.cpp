@@ -353,18 +353,24 @@ TEST(WorldPlan, CoherenceOwnersAndBytesPerRefreshPeriod) {
 
 TEST(WorldPlan, ReplicatedAsteriaPlanSyncsVersionsOnTheCommLaneBeforePublishing) {
   // A step that publishes refreshes (tiny-soap refreshes at 1, 11, ...; delay 2): every publish_wait
-  // waits for its layer's coherence_sync, which runs on the comm lane after clip_grads.
+  // waits for its layer's coherence_sync, which runs on the comm lane after the step's last
+  // gradient reduction (plan order on the comm lane) and before clip_grads, so that it overlaps
+  // the end of the backward; with the refreshes on the compute lane, the parts of refreshes
+  // opened at earlier steps run right after the last backward too, and this step's at its end.
   const Config cfg = load_config(kConfigs + "/tiny-soap.yaml",
                                  {"distributed.world_size=2", "distributed.fsdp=none", "runtime.mode=asteria",
-                                  "runtime.shadow.delay=2", "runtime.shadow.sync_steps=0", "optim.precondition_frequency=10"});
+                                  "runtime.shadow.delay=2", "runtime.shadow.sync_steps=0", "optim.precondition_frequency=10",
+                                  "runtime.shadow.lane=compute"});
   const std::string text = describe_step_plan(cfg, 13);
-  int clip = -1, syncs = 0, waits = 0;
+  int clip = -1, syncs = 0, waits = 0, last_reduce = -1;
   std::map<std::string, int> sync_of;
   for (const PlanLine& op : plan_lines(text)) {
     if (op.kind == "clip_grads") clip = op.id;
+    if (op.kind == "all_reduce") last_reduce = op.id;
     if (op.kind == "coherence_sync") {
       EXPECT_EQ(op.lane, "comm") << text;
-      EXPECT_TRUE(has(op.rest, "after=" + std::to_string(clip))) << op.rest;
+      EXPECT_GT(op.id, last_reduce) << text;
+      EXPECT_EQ(clip, -1) << text;
       sync_of[op.layer] = op.id;
       ++syncs;
     }
@@ -376,6 +382,29 @@ TEST(WorldPlan, ReplicatedAsteriaPlanSyncsVersionsOnTheCommLaneBeforePublishing)
   }
   EXPECT_GT(syncs, 0) << text;
   EXPECT_EQ(syncs, waits);
+  // Over a period of steps: parts of refreshes opened at earlier steps (root_jobs block=0) run
+  // between the last backward and clip_grads, those opened at the step (block=1) after clip_grads.
+  int earlier = 0, now = 0;
+  for (int64_t step = 12; step < 22; ++step) {
+    const std::string plan = describe_step_plan(cfg, step);
+    int clip_at = -1, backward_at = -1;
+    for (const PlanLine& op : plan_lines(plan)) {
+      if (op.kind == "clip_grads") clip_at = op.id;
+      if (op.kind == "backward") backward_at = op.id;
+      if (op.kind != "root_jobs") continue;
+      if (has(op.rest, "block=0")) {
+        ++earlier;
+        EXPECT_GT(op.id, backward_at) << plan;
+        EXPECT_EQ(clip_at, -1) << plan;
+      } else {
+        ++now;
+        EXPECT_TRUE(has(op.rest, "block=1")) << plan;
+        EXPECT_GT(clip_at, 0) << plan;
+      }
+    }
+  }
+  EXPECT_GT(earlier, 0);
+  EXPECT_GT(now, 0);
   // Without replicas no coherence_sync.
   EXPECT_FALSE(has(describe_step_plan(load_config(kConfigs + "/tiny-soap.yaml",
                                                   {"runtime.mode=asteria", "runtime.shadow.delay=2",
