@@ -33,27 +33,35 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (shard_layout.cpp + blocks.cpp).
 
 def read_preset(name, source_dir):
-    """The preset's ModelConfig fields, parsed from src/model/presets.cpp."""
+    """The preset's ModelConfig fields, parsed from src/model/presets.cpp: either `c = olmoN(...)`
+    (a helper's assignments with its arguments bound) or the fields assigned in the preset's own
+    branch (the rest at ModelConfig's defaults, src/model/model_config.hpp)."""
     path = os.path.join(source_dir, "src", "model", "presets.cpp")
     text = open(path).read()
-    m = re.search(r'name == "%s"\)\s*\{\s*c = (\w+)\(([^)]*)\);' % re.escape(name), text)
-    if not m:
-        sys.exit("fsdp_cost_model: preset '%s' not found as `c = olmoN(...)` in %s" % (name, path))
-    func, args = m.group(1), [a.strip() for a in m.group(2).split(",")]
-    f = re.search(r"ModelConfig %s\(([^)]*)\)\s*\{(.*?)\n\}" % func, text, re.S)
-    if not f:
-        sys.exit("fsdp_cost_model: function %s not found in %s" % (func, path))
-    params = [p.split()[-1] for p in f.group(1).split(",")]
-    if len(params) != len(args):
-        sys.exit("fsdp_cost_model: %s takes %d arguments, the preset gives %d" % (func, len(params), len(args)))
-    bound = dict(zip(params, args))
-    cfg = {}
-    for field, value in re.findall(r"c\.(\w+) = ([^;]+);", f.group(2)):
-        cfg[field] = bound.get(value.strip(), value.strip())
+    branch = re.search(r'name == "%s"\)\s*\{(.*?)\n\s*\}' % re.escape(name), text, re.S)
+    if not branch:
+        sys.exit("fsdp_cost_model: preset '%s' not found in %s" % (name, path))
+    cfg = {"norm": "NormKind::LayerNorm", "qk_norm": "false", "tied_embeddings": "true"}   # ModelConfig's defaults
+    m = re.search(r"c = (\w+)\(([^)]*)\);", branch.group(1))
+    if m:
+        func, args = m.group(1), [a.strip() for a in m.group(2).split(",")]
+        f = re.search(r"ModelConfig %s\(([^)]*)\)\s*\{(.*?)\n\}" % func, text, re.S)
+        if not f:
+            sys.exit("fsdp_cost_model: function %s not found in %s" % (func, path))
+        params = [p.split()[-1] for p in f.group(1).split(",")]
+        if len(params) != len(args):
+            sys.exit("fsdp_cost_model: %s takes %d arguments, the preset gives %d" % (func, len(params), len(args)))
+        bound = dict(zip(params, args))
+        for field, value in re.findall(r"c\.(\w+) = ([^;]+);", f.group(2)):
+            cfg[field] = bound.get(value.strip(), value.strip())
+    for field, value in re.findall(r"c\.(\w+) = ([^;]+);", branch.group(1)):
+        cfg[field] = value.strip()
     def num(k):
+        if k not in cfg:
+            sys.exit("fsdp_cost_model: preset '%s' sets no %s in %s" % (name, k, path))
         return int(cfg[k])
-    def flag(k, default=False):
-        return cfg.get(k, str(default).lower()) == "true"
+    def flag(k):
+        return cfg[k] == "true"
     return {
         "preset": name,
         "d_model": num("d_model"),
@@ -63,7 +71,7 @@ def read_preset(name, source_dir):
         "vocab_size": num("vocab_size"),
         "embedding_size": num("embedding_size"),
         "seq_len": num("seq_len"),
-        "rmsnorm": cfg.get("norm", "") == "NormKind::RMSNorm",
+        "rmsnorm": cfg["norm"] == "NormKind::RMSNorm",
         "qk_norm": flag("qk_norm"),
         "tied": flag("tied_embeddings"),
         "source": os.path.relpath(path, source_dir),
@@ -116,7 +124,7 @@ def split_dimension(n, max_dim):
 
 
 def shard_layer(table, max_dim, world):
-    """src/fsdp/shard_layout.cpp shard_layer(): (begin[world + 1], padded, numel)."""
+    """src/fsdp/shard_layout.cpp shard_layer(): (begin[world + 1], largest part, numel)."""
     ends, offset = [], 0
     for _, shape in table:
         if len(shape) == 2:
@@ -139,17 +147,19 @@ def shard_layer(table, max_dim, world):
             end = ends[u]
             u += 1
         begin[r] = max(end, begin[r - 1])
-    padded = max(1, max(begin[r + 1] - begin[r] for r in range(world)))
-    return begin, padded, total
+    largest = max(1, max(begin[r + 1] - begin[r] for r in range(world)))
+    return begin, largest, total
 
 
 # ---------------------------------------------------------------------------------------------
 # Collective costs: ring algorithms, alpha-beta model.
 
-def ring_gather_like(n, part_bytes, alpha, bw):
-    """All-gather or reduce-scatter of n parts of part_bytes over a ring: each rank sends (and each
-    link carries) (n - 1) parts, in n - 1 steps of latency alpha. -> (bytes per link, seconds)."""
-    b = (n - 1) * part_bytes
+def ring_gatherv(n, total_bytes, smallest_part_bytes, alpha, bw):
+    """All-gather or reduce-scatter of a buffer of total_bytes cut into n exact parts
+    (all_gatherv: no padding) over a ring: each rank receives every part but its own, in n - 1
+    steps of latency alpha; the busiest link carries the buffer less the smallest part.
+    -> (bytes over the busiest link, seconds)."""
+    b = total_bytes - smallest_part_bytes
     return b, (n - 1) * alpha + b / bw
 
 
@@ -180,13 +190,14 @@ def model_costs(a):
 
     layers = []
     for name, t in tables:
-        begin64, pad_full, n = shard_layer(t, a.max_dim, world)
-        begin4, pad_node, _ = shard_layer(t, a.max_dim, gpn)
+        begin64, big_full, n = shard_layer(t, a.max_dim, world)
+        begin4, big_node, _ = shard_layer(t, a.max_dim, gpn)
         layers.append({"name": name, "numel": n, "units": sum(len(split_dimension(s[0], a.max_dim)) if len(s) == 2 else 1
                                                              for _, s in t),
-                       "padded_full": pad_full, "padded_hybrid": pad_node,
-                       "empty_ranks_full": sum(1 for r in range(world) if begin64[r + 1] == begin64[r]),
-                       "ideal_full": -(-n // world), "ideal_hybrid": -(-n // gpn)})
+                       "largest_full": big_full, "largest_hybrid": big_node,
+                       "smallest_full": min(begin64[r + 1] - begin64[r] for r in range(world)),
+                       "smallest_hybrid": min(begin4[r + 1] - begin4[r] for r in range(gpn)),
+                       "empty_ranks_full": sum(1 for r in range(world) if begin64[r + 1] == begin64[r])})
 
     rows = []
 
@@ -213,7 +224,7 @@ def model_costs(a):
                                      ("reduce-scatter of gradients", "fp32", gbytes, accum)):
         per = []
         for L in layers:
-            b, s = ring_gather_like(world, L["padded_full"] * nbytes, al_inter, bw_inter)
+            b, s = ring_gatherv(world, L["numel"] * nbytes, L["smallest_full"] * nbytes, al_inter, bw_inter)
             per.append((b, s, b, b))
         add("full", op, "%d ranks (all)" % world, "inter-node (NIC)", dtype, calls, per)
     b, s = ring_all_reduce(world, gn_bytes, al_inter, bw_inter)
@@ -226,7 +237,7 @@ def model_costs(a):
                                      ("reduce-scatter of gradients", "fp32", gbytes, accum)):
         per = []
         for L in layers:
-            b, s = ring_gather_like(gpn, L["padded_hybrid"] * nbytes, al_intra, bw_intra)
+            b, s = ring_gatherv(gpn, L["numel"] * nbytes, L["smallest_hybrid"] * nbytes, al_intra, bw_intra)
             per.append((b, s, 0, b))
         add("hybrid", op, "%d ranks (node)" % gpn, "intra-node (NVLink)", dtype, calls, per)
     # The inter-node all-reduce of each rank's reduced gradient shard, once per step (the shard is
@@ -238,7 +249,7 @@ def model_costs(a):
     for L in layers:
         b_node, _ = ring_all_reduce(nodes, L["numel"] * gbytes, al_inter, bw_inter)
         s = 2 * (nodes - 1) * al_inter + b_node / bw_inter
-        b_rank, _ = ring_all_reduce(nodes, L["padded_hybrid"] * gbytes, al_inter, bw_inter)
+        b_rank, _ = ring_all_reduce(nodes, L["largest_hybrid"] * gbytes, al_inter, bw_inter)
         per.append((b_node, s, b_node, b_rank))
     add("hybrid", "all-reduce of the gradient shard", "%d ranks (one per node) x %d" % (nodes, gpn),
         "inter-node (NIC)", "fp32", 1, per, "once per step, after the last micro-batch's reduce-scatter")
@@ -262,13 +273,6 @@ def model_costs(a):
                         # NVLink and the NIC are separate links and the comm lane overlaps compute:
                         # the step is at least the busiest of the three.
                         "step_lower_bound_s": max(compute_s, intra, inter)}
-    # What the padding of the row-block layout costs full sharding: the same collectives with
-    # ceil(numel / world) elements per rank.
-    ideal = 0.0
-    for L in layers:
-        for nbytes in (pbytes, pbytes, gbytes):
-            ideal += ring_gather_like(world, L["ideal_full"] * nbytes, al_inter, bw_inter)[1] * accum
-    totals["full_unpadded_comm_s"] = ideal + ring_all_reduce(world, gn_bytes, al_inter, bw_inter)[1]
     # Hybrid with the inter-node all-reduce after every micro-batch instead of once per step.
     ar = next(r for r in rows if r["op"] == "all-reduce of the gradient shard")
     totals["hybrid_allreduce_every_microbatch_inter_s"] = ar["seconds"] * accum
@@ -370,16 +374,17 @@ def markdown(r, a, command):
     w("")
     w("Shard layout (src/fsdp/shard_layout.cpp): a layer's flat buffer is cut into units, the row-blocks of "
       "its preconditioner blocks (max_preconditioner_dim %d) and whole 1-D tensors; each rank holds whole "
-      "units, and every rank's part of a collective is the largest shard (`padded`)." % s["max_preconditioner_dim"])
+      "units. The collectives move exact counts (all_gatherv), so uneven parts cost no bytes; the largest "
+      "part is the busiest rank's share of the optimizer work." % s["max_preconditioner_dim"])
     w("")
-    w("| layer | parameters | units | padded part, full (%d ranks) | ranks with no unit, full | padded part, hybrid (%d) | padding overhead full / hybrid |" % (s["world"], s["gpus_per_node"]))
+    w("| layer | parameters | units | largest part, full (%d ranks) | ranks with no unit, full | largest part, hybrid (%d) | largest / even share, full / hybrid |" % (s["world"], s["gpus_per_node"]))
     w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     shown = [L[0], b0, L[-1]]
     for x in shown:
         name = x["name"] if x["name"] != "blocks.0" else "blocks.i (each of %d)" % len(blocks)
-        w("| %s | {:,} | %d | {:,} | %d | {:,} | %.2fx / %.2fx |".format(x["numel"], x["padded_full"], x["padded_hybrid"]) %
-          (name, x["units"], x["empty_ranks_full"], x["padded_full"] * s["world"] / x["numel"],
-           x["padded_hybrid"] * s["gpus_per_node"] / x["numel"]))
+        w("| %s | {:,} | %d | {:,} | %d | {:,} | %.2fx / %.2fx |".format(x["numel"], x["largest_full"], x["largest_hybrid"]) %
+          (name, x["units"], x["empty_ranks_full"], x["largest_full"] * s["world"] / x["numel"],
+           x["largest_hybrid"] * s["gpus_per_node"] / x["numel"]))
     w("")
     w("## Assumptions")
     w("")
@@ -443,27 +448,24 @@ def markdown(r, a, command):
     hyb_row = next(x for x in r["rows"] if x["mode"] == "hybrid" and x["op"].startswith("all-gather (before f"))
     f0 = full_row["per_layer"][1]
     h0 = hyb_row["per_layer"][1]
-    w("One call, blocks.0's all-gather: full %s sent per rank (63 x its padded part of {:,} elements x %d B), %s; "
-      "hybrid %s (3 x {:,} x %d B), %s.".format(b0["padded_full"], b0["padded_hybrid"]) %
-      (gb(f0["sent_bytes_per_rank"]), s["param_bytes"], ms(f0["seconds"]), gb(h0["sent_bytes_per_rank"]),
-       s["param_bytes"], ms(h0["seconds"])))
+    w("One call, blocks.0's all-gather (the layer of {:,} elements x %d B less the smallest part): full %s, %s; "
+      "hybrid %s, %s.".format(b0["numel"]) %
+      (s["param_bytes"], gb(f0["sent_bytes_per_rank"]), ms(f0["seconds"]), gb(h0["sent_bytes_per_rank"]),
+       ms(h0["seconds"])))
     w("")
     w("## Reading")
     w("")
     w("- Full sharding over %d ranks moves every gather and reduce-scatter through the 200 Gb/s NICs, "
-      "%d times per step (%d micro-batches): %s of communication against %s of compute, even before "
-      "padding; with the layout's padding (a block layer has %d units for %d ranks: %d ranks hold none and "
-      "every part is the largest unit, a %s row-block of mlp_down) it is %s. Full sharding at this scale "
-      "needs shards that do not pad (an all-gatherv of exact counts, or units smaller than a row-block), "
-      "fewer micro-batches (a larger micro-batch), or both." %
-      (s["world"], s["micro_batches_per_step"], s["micro_batches_per_step"], ms(t["full_unpadded_comm_s"]),
-       ms(c["seconds"]), b0["units"], s["world"], b0["empty_ranks_full"], "{:,}-element".format(b0["padded_full"]),
-       ms(t["full"]["comm_s"])))
+      "%d times per step (%d micro-batches): %s of communication against %s of compute. Full sharding "
+      "at this scale needs fewer micro-batches (a larger micro-batch) or hybrid. (A block layer has %d "
+      "units for %d ranks: %d ranks hold none of it, which costs no bytes, only balance.)" %
+      (s["world"], s["micro_batches_per_step"], s["micro_batches_per_step"], ms(t["full"]["comm_s"]),
+       ms(c["seconds"]), b0["units"], s["world"], b0["empty_ranks_full"]))
     blk = [t for name, t in param_tables(m) if name == "blocks.0"][0]
     _, p10k_full, n10k = shard_layer(blk, 10000, s["world"])
     _, p10k_hyb, _ = shard_layer(blk, 10000, s["gpus_per_node"])
-    w("- At SOAP's default max_preconditioner_dim 10000 a block layer has %d units, and the padding grows "
-      "to %.2fx (full) and %.2fx (hybrid)." % (sum(len(split_dimension(sh[0], 10000)) for _, sh in blk if len(sh) == 2),
+    w("- At SOAP's default max_preconditioner_dim 10000 a block layer has %d units, and the largest part "
+      "grows to %.2fx (full) and %.2fx (hybrid) of an even share." % (sum(len(split_dimension(sh[0], 10000)) for _, sh in blk if len(sh) == 2),
                                               p10k_full * s["world"] / n10k, p10k_hyb * s["gpus_per_node"] / n10k))
     w("- Hybrid keeps the gathers and reduce-scatters on NVLink (%s per step) and sends each parameter's "
       "gradient across nodes once per step (the all-reduce of the shards, %s over the NIC): %.2f of the "

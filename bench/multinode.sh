@@ -17,6 +17,11 @@
 # distributed.fsdp full, hybrid and none: median step time, comm_s (the comm lane in collectives),
 # comm_wait_s (what the compute lane waited for them) and overlap = 1 - comm_wait / comm, bytes per
 # step. Targets (issue): hybrid overlap >= 0.9 and its step within 10 % of the unshaped run's.
+# Every rank runs runtime.threads=1: the machine's 2 cores are the hosts' cores, one each, so
+# 2 x 1 is not oversubscribed (as a user sets threads to the cores a rank has).
+# The links' TCP rate between the hosts (both directions at once, as the collectives use them) is
+# measured too, shaped and unshaped, for the step-time model (bench/multinode_model.py check,
+# which then writes model_check.md beside the summary).
 # Writes bench/results/multinode/summary.md and summary.json.
 #   bench/multinode.sh [STEPS]     (default 24; the first 4 steps are not counted)
 set -euo pipefail
@@ -41,12 +46,45 @@ run() {  # NAME HOSTS(node1:K,node2:K) RANKS FSDP
   scripts/cluster/cluster.sh mpirun --host "$hosts" "$ROOT/build/bin/asteria-train" --config "$ROOT/configs/bench-small-soap.yaml" \
     --set "data.train=$TOKENS" --set data.eval= --set "train.steps=$STEPS" --set train.warmup_steps=0 \
     --set "train.micro_batch=$((8 / ranks))" --set runtime.mode=asteria --set "distributed.fsdp=$fsdp" \
-    --set checkpoint.enabled=false --set "run.dir=$WORK/$name" >"$WORK/$name.log" 2>&1 ||
+    --set runtime.threads=1 --set checkpoint.enabled=false --set "run.dir=$WORK/$name" >"$WORK/$name.log" 2>&1 ||
     { tail -5 "$WORK/$name.log" >&2; return 1; }
+}
+
+# TCP between the two hosts, both directions at once for 4 s: bytes/s per direction (the lower).
+link_rate() {
+  local py='
+import socket, sys, threading, time
+role, peer, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+buf = bytearray(1 << 20)
+def serve(p):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("", p)); s.listen(1)
+    c, _ = s.accept(); n = 0; t0 = None
+    while True:
+        k = c.recv_into(buf)
+        if not k: break
+        if t0 is None: t0 = time.time()
+        n += k
+    print(n / (time.time() - t0))
+def send(p):
+    for _ in range(100):
+        try:
+            c = socket.create_connection((peer, p)); break
+        except OSError: time.sleep(0.1)
+    end = time.time() + 4
+    while time.time() < end: c.sendall(buf)
+    c.close()
+a = threading.Thread(target=serve, args=(port if role == "a" else port + 1,)); a.start()
+send(port + 1 if role == "a" else port)
+a.join()'
+  scripts/cluster/cluster.sh run node1 /usr/bin/python3 -c "$py" a node2 5601 >"$WORK/rate1" &
+  scripts/cluster/cluster.sh run node2 /usr/bin/python3 -c "$py" b node1 5601 >"$WORK/rate2"
+  wait
+  /usr/bin/python3 -c "print(min(float(open('$WORK/rate1').read()), float(open('$WORK/rate2').read())))"
 }
 
 # 1. The calibration: unshaped links.
 scripts/cluster/cluster.sh up 2 >/dev/null
+TCP_UNSHAPED=$(link_rate)
 run calibrate node1:1,node2:1 2 hybrid
 RATE_MBIT=$(/usr/bin/python3 - "$WORK" <<'PY'
 import json, statistics, subprocess, sys
@@ -75,15 +113,18 @@ for layout in "2x1 node1:1,node2:1 2" "2x2 node1:2,node2:2 4"; do
 done
 scripts/cluster/cluster.sh down >/dev/null
 scripts/cluster/cluster.sh up 2 --rate "${RATE_MBIT}mbit" >/dev/null
+TCP_SHAPED=$(link_rate)
+log "TCP between the hosts: $TCP_UNSHAPED B/s unshaped, $TCP_SHAPED B/s shaped"
 for layout in "2x1 node1:1,node2:1 2" "2x2 node1:2,node2:2 4"; do
   read -r name hosts ranks <<<"$layout"
   for fsdp in full hybrid none; do run "$name-$fsdp-shaped" "$hosts" "$ranks" "$fsdp"; done
 done
 
 mkdir -p "$OUT"
-/usr/bin/python3 - "$WORK" "$STEPS" "$RATE_MBIT" "$OUT" <<'PY'
+/usr/bin/python3 - "$WORK" "$STEPS" "$RATE_MBIT" "$OUT" "$TCP_UNSHAPED" "$TCP_SHAPED" <<'PY'
 import json, statistics, sys
 work, steps, rate, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+tcp_unshaped, tcp_shaped = float(sys.argv[5]), float(sys.argv[6])
 model = json.load(open(f"{work}/link_model.json"))
 rows, table = {}, []
 for layout in ["2x1", "2x2"]:
@@ -93,6 +134,9 @@ for layout in ["2x1", "2x2"]:
             med = lambda k: statistics.median(l.get(k, 0) for l in lines)
             comm, wait = med("comm_s"), med("comm_wait_s")
             r = {"step_s": med("step_time_s"), "comm_s": comm, "comm_wait_s": wait,
+                 "fwd_s": med("fwd_s"), "bwd_s": med("bwd_s"), "optim_s": med("optim_s"),
+                 "root_jobs_s": statistics.mean(l.get("root_jobs_s", 0) for l in lines),
+                 "coherence_s": med("coherence_s"),
                  "overlap": 1 - wait / comm if comm > 0 else None,
                  "group_bytes": statistics.median(l["comm_bytes"]["shard_group"] for l in lines),
                  "replica_bytes": statistics.median(l["comm_bytes"]["replicas"] for l in lines),
@@ -109,7 +153,7 @@ md = [
     "# bench-small SOAP on two hosts over a scaled link",
     "",
     f"`bench/multinode.sh {steps}`: two hosts of `scripts/cluster/cluster.sh` on this machine, bench-small SOAP in asteria mode,",
-    "global batch 8 x 256 tokens, medians over steps 5..; rank 0's figures.",
+    "global batch 8 x 256 tokens, runtime.threads=1 (a core per host), medians over steps 5..; rank 0's figures.",
     "",
     "## The link model",
     "",
@@ -130,6 +174,9 @@ md = [
     "machine's 2 cores (oversubscribed), so its steps are slower than 2 x 1's for that reason alone.",
 ]
 open(f"{out}/summary.md", "w").write("\n".join(md) + "\n")
-json.dump({"link_model": model, "rate_mbit": float(rate), "runs": rows}, open(f"{out}/summary.json", "w"), indent=1)
+json.dump({"link_model": model, "rate_mbit": float(rate), "threads": 1, "latency_s": 50e-6,
+           "links": {"unshaped": tcp_unshaped, "shaped": tcp_shaped, "intra": 3e9}, "runs": rows},
+          open(f"{out}/summary.json", "w"), indent=1)
 print("\n".join(md))
 PY
+/usr/bin/python3 bench/multinode_model.py check "$OUT/summary.json" "$OUT"

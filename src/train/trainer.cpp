@@ -812,7 +812,7 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   Plan plan;
   for (int64_t s = 1; s <= step; ++s) builder.build({s, L, cfg.train.grad_accum}, plan);
   return plan.describe(names, [&](const Op& op) {
-           if (op.lane == Lane::Comm && world) return comm_op_detail(*world, op.kind, op.layer);
+           if (op.lane == Lane::Comm && world) return comm_op_detail(*world, op, cfg.train.grad_accum);
            return op.kind == OpKind::RootJobBatch ? shadow_ops->describe(op, names) : tiers.describe(op);
          }) + note + comm_note;
 }

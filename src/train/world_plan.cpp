@@ -161,7 +161,8 @@ std::string floats_text(double n) {
   return buf;
 }
 
-std::string comm_op_detail(const WorldPlan& plan, OpKind kind, int layer) {
+std::string comm_op_detail(const WorldPlan& plan, const Op& op, int micro_batches) {
+  const int layer = op.layer;
   if (layer < 0 || layer >= static_cast<int>(plan.shards.size())) return "";
   const PlannedWorld& w = plan.world;
   const LayerShards& s = plan.shards[layer];
@@ -169,12 +170,12 @@ std::string comm_op_detail(const WorldPlan& plan, OpKind kind, int layer) {
   for (int r = 0; r < s.world(); ++r) largest = std::max(largest, s.count(r));
   const std::string parts = floats_text(static_cast<double>(s.numel)) + " in parts of their owners' size (largest " +
                             floats_text(static_cast<double>(largest)) + ")";
-  switch (kind) {
+  switch (op.kind) {
     case OpKind::Gather:
       return "all-gather in the shard group of " + std::to_string(w.group) + ": " + parts;
     case OpKind::ReduceScatter:
       return "reduce-scatter in the shard group of " + std::to_string(w.group) + ": " + parts +
-             (w.replicas > 1 ? ", then all-reduce of each shard across " + std::to_string(w.replicas) + " replicas" : "");
+             (w.replicas > 1 && op.micro == micro_batches - 1 ? ", then all-reduce of each shard across " + std::to_string(w.replicas) + " replicas" : "");
     case OpKind::AllReduce:
       return "all-reduce across " + std::to_string(w.replicas) + " replicas: " + floats_text(static_cast<double>(s.numel));
     default:

@@ -89,8 +89,9 @@ CoherencePlan plan_coherence(const Config& cfg, const WorldPlan& plan);
 // "16.78M floats", "49.2K floats", "1 floats": a float count as the reports print it.
 std::string floats_text(double n);
 
-// --print-plan's detail of a gather, reduce_scatter or all_reduce op of layer `layer` ("" for
-// any other kind): the group it runs in and the floats it exchanges.
-std::string comm_op_detail(const WorldPlan& plan, OpKind kind, int layer);
+// --print-plan's detail of a gather, reduce_scatter or all_reduce op ("" for any other kind): the
+// group it runs in and the floats it exchanges (the replicas' all-reduce of a reduce-scatter's
+// shard follows the last micro-batch's only).
+std::string comm_op_detail(const WorldPlan& plan, const Op& op, int micro_batches);
 
 }  // namespace asteria
