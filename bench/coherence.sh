@@ -53,11 +53,11 @@ run() {  # NAME STEPS [SETS...]; ASTERIA_BENCH_ONLY="name ..." runs only those
 }
 # The targets' runs first (S = 1 against S = 5, hierarchical against flat), then the others.
 run hybrid-s1 "$STEPS" distributed.fsdp=hybrid
-run hybrid-s5 "$STEPS" distributed.fsdp=hybrid runtime.coherence.staleness=5
+run hybrid-s5 "$STEPS" distributed.fsdp=hybrid runtime.coherence.staleness=5 runtime.coherence.tolerance=0
 run none-hierarchical "$SHORT" distributed.fsdp=none
 run none-flat "$SHORT" distributed.fsdp=none runtime.coherence.hierarchical=false
 run hybrid-s5-tau "$STEPS" distributed.fsdp=hybrid runtime.coherence.staleness=5 runtime.coherence.tolerance="$TAU"
-run hybrid-s2 "$STEPS" distributed.fsdp=hybrid runtime.coherence.staleness=2
+run hybrid-s2 "$STEPS" distributed.fsdp=hybrid runtime.coherence.staleness=2 runtime.coherence.tolerance=0
 /usr/bin/python3 - "$RAW" "$OUT" "$STEPS" "$TAU" "$SHORT" <<'PY'
 import json, os, sys, time
 raw, out, steps, tau, short = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])

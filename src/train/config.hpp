@@ -127,7 +127,9 @@ struct TiersConfig {
 // shipped to the others by this rule.
 struct CoherenceConfig {
   int staleness = 1;            // S: ship when the adopted version is S versions behind (1: every version)
-  double tolerance = 0;         // tau: ship earlier when a version changes by more (refresh_change); 0 = off
+  // tau: ship earlier when a version changes by more (refresh_change); 0 = off. Unset (-1):
+  // CoherenceRule::kDefaultTolerance when staleness > 1, else off (resolved when the config loads).
+  double tolerance = -1;
   bool hierarchical = true;     // owner -> node leader -> leaders -> their node; false: owner to every replica
 };
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "runtime/coherence_registry.hpp"
 #include "train/config.hpp"
 #include "train/memory_estimate.hpp"
 #include "train/optimizer_factory.hpp"
@@ -132,6 +133,19 @@ TEST(Config, UnknownPresetAndCrossFieldChecks) {
   expect_error([&] { load_config_text("", "f.yaml", stale); },
                {"f.yaml", "runtime.coherence.staleness 3", "runtime.shadow.delay (5) <= optim.precondition_frequency (4)"});
   EXPECT_NO_THROW(load_config_text("", "f.yaml", {stale[0], stale[1], stale[2], "runtime.shadow.delay=4"}));
+}
+
+// runtime.coherence.tolerance unset: the rule's default with staleness above 1, off at 1; an
+// explicit value (0 too) wins.
+TEST(Config, CoherenceToleranceDefaultsByStaleness) {
+  EXPECT_EQ(load_config_text("", "f.yaml").runtime.coherence.tolerance, 0.0);
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.coherence.staleness=5"}).runtime.coherence.tolerance,
+            CoherenceRule::kDefaultTolerance);
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.coherence.staleness=5", "runtime.coherence.tolerance=0"})
+                .runtime.coherence.tolerance,
+            0.0);
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.coherence.tolerance=0.7"}).runtime.coherence.tolerance, 0.7);
+  expect_error([] { load_config_text("", "f.yaml", {"runtime.coherence.tolerance=-1"}); }, {"runtime.coherence.tolerance"});
 }
 
 // runtime.stagger auto: on in asteria mode, off in native (the reference schedule); explicit wins.
