@@ -154,7 +154,7 @@ def check(a):
             for link in ("unshaped", "shaped"):
                 meas = runs["runs"]["%s-%s-%s" % (layout, fsdp, link)]
                 rate = links[link]
-                steps, preds, waits, coh_bytes = range(11, 21), [], [], []
+                steps, preds, waits, coh_bytes, busy = range(11, 21), [], [], [], []
                 plans = [plan_ops(a.train, os.path.join(REPO, "configs/bench-small-soap.yaml"), sets, s) for s in steps]
                 parts = [sum(op["parts"] for op in p if op["kind"] == "root_jobs") for p in plans]
                 mean_parts = statistics.mean(parts) or 1
@@ -188,6 +188,7 @@ def check(a):
                     end, waited = simulate(plan, duration)
                     preds.append(end)
                     waits.append(waited)
+                    busy.append(sum(duration(op) for op in plan if op["lane"] == "comm"))
                     coh_bytes.append(per_sync * len(syncs) * hosts)
                 other = base["step_s"] - (base["fwd_s"] + base["bwd_s"] + base["optim_s"] + base["root_jobs_s"]
                                           + base["comm_wait_s"])
@@ -207,28 +208,45 @@ def check(a):
                     if op["kind"] in ("reduce_scatter", "all_reduce") and replicas > 1:
                         sent += 2 * (replicas - 1) / replicas * D / group
                 r = {"layout": layout, "fsdp": fsdp, "link": link,
-                     "step_measured_s": meas["step_s"], "step_predicted_s": pred,
+                     "step_measured_s": meas["step_s"], "step_lanes_s": pred, "step_predicted_s": pred,
+                     "comm_busy_s": statistics.mean(busy),
+                     "compute_s": sum(meas[k] for k in ("fwd_s", "bwd_s", "optim_s", "root_jobs_s")),
                      "wait_measured_s": meas["comm_wait_s"], "wait_predicted_s": statistics.mean(waits),
                      "bytes_measured": meas["group_bytes"] + meas["replica_bytes"],
                      "bytes_predicted": sent,
                      "coherence_measured": meas["coherence_inter_bytes"],
                      "coherence_predicted": statistics.mean(coh_bytes) if fsdp != "full" else 0.0}
                 rows.append(r)
+    # The network stack runs on the compute's cores here (2 cores for every host): while the link
+    # is busy, compute slows. One factor, compute seconds lost per second of link activity beyond
+    # the unshaped run's, fitted on 2 x 1 hybrid alone and applied to every other run.
+    by = {(r["layout"], r["fsdp"], r["link"]): r for r in rows}
+    fit_s, fit_u = by[("2x1", "hybrid", "shaped")], by[("2x1", "hybrid", "unshaped")]
+    cpu = (fit_s["compute_s"] - fit_u["compute_s"]) / (fit_s["comm_busy_s"] - fit_u["comm_busy_s"])
+    for r in rows:
+        u = by[(r["layout"], r["fsdp"], "unshaped")]
+        r["step_predicted_s"] = r["step_lanes_s"] + cpu * (r["comm_busy_s"] - u["comm_busy_s"])
     L = ["# The step-time model against the runs on hosts", "",
          "`/usr/bin/python3 bench/multinode_model.py check %s %s` on the runs of `bench/multinode.sh` (summary.json):" % (a.runs, a.out),
          "the trainer's plan of steps 11-20 (`--print-plan`) run on its lanes, compute from the same layout's",
          "unshaped run, comm from the layer sizes over the measured link rates (TCP between the hosts: %.0f Mbit/s shaped," % (links["shaped"] * 8 / 1e6),
-         "%.0f Mbit/s unshaped; %.1f GB/s inside a host, assumed). Bytes per rank per step as the trainer counts them." % (links["unshaped"] * 8 / 1e6, links["intra"] / 1e9), "",
-         "| hosts x ranks | fsdp | link | step measured (s) | step predicted (s) | predicted / measured | comm wait measured / predicted (s) | bytes per rank measured / predicted (MB) | coherence between hosts measured / predicted (MB) |",
-         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+         "%.0f Mbit/s unshaped; %.1f GB/s inside a host, assumed). Bytes per rank per step as the trainer counts them." % (links["unshaped"] * 8 / 1e6, links["intra"] / 1e9),
+         "The lanes alone miss that this machine's network stack runs on the ranks' cores: compute slows while the link is",
+         "busy. One factor covers it, %.2f s of compute lost per s of link activity beyond the unshaped run's, fitted on" % cpu,
+         "2 x 1 hybrid alone (its compute, fwd + bwd + optim + root_jobs, shaped against unshaped) and applied to the others.", "",
+         "| hosts x ranks | fsdp | link | step measured (s) | lanes only (s) | step predicted (s) | predicted / measured | comm wait measured / predicted (s) | bytes per rank measured / predicted (MB) | coherence between hosts measured / predicted (MB) |",
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        L.append("| %s | %s | %s | %.3f | %.3f | %.2f | %.3f / %.3f | %.1f / %.1f | %.2f / %.2f |" % (
-            r["layout"], r["fsdp"], r["link"], r["step_measured_s"], r["step_predicted_s"],
+        L.append("| %s | %s | %s | %.3f | %.3f | %.3f | %.2f | %.3f / %.3f | %.1f / %.1f | %.2f / %.2f |" % (
+            r["layout"], r["fsdp"], r["link"], r["step_measured_s"], r["step_lanes_s"], r["step_predicted_s"],
             r["step_predicted_s"] / r["step_measured_s"], r["wait_measured_s"], r["wait_predicted_s"],
             r["bytes_measured"] / 1e6, r["bytes_predicted"] / 1e6, r["coherence_measured"] / 1e6,
             r["coherence_predicted"] / 1e6))
-    worst = max(abs(r["step_predicted_s"] / r["step_measured_s"] - 1) for r in rows if r["link"] == "shaped")
-    L += ["", "Largest step-time error on the shaped links: %.0f %% (target: within 20 %%)." % (100 * worst)]
+    shaped = [r for r in rows if r["link"] == "shaped"]
+    within = [r for r in shaped if abs(r["step_predicted_s"] / r["step_measured_s"] - 1) <= 0.2]
+    worst = max(abs(r["step_predicted_s"] / r["step_measured_s"] - 1) for r in shaped)
+    L += ["", "Shaped links: %d of %d runs predicted within 20 %% (the target); largest error %.0f %%." % (
+        len(within), len(shaped), 100 * worst)]
     os.makedirs(a.out, exist_ok=True)
     open(os.path.join(a.out, "model_check.md"), "w").write("\n".join(L) + "\n")
     json.dump(rows, open(os.path.join(a.out, "model_check.json"), "w"), indent=1)
