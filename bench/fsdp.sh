@@ -319,7 +319,7 @@ L.append("## Final losses across the modes of one W\n")
 L.append("The modes of one W sum the same gradients in the same order per rank, so their losses should agree closely (a "
          "difference of 0 is the same double). Across W the per-rank micro-batches and the order of the sums change: "
          "AdamW stays close; SOAP's first factors are rank-deficient, so its eigenbasis follows the rounding of the "
-         "gradient sum (README, \"Several ranks\"), and its losses across W differ more (the table's \"vs W=1\").\n")
+         "gradient sum (docs/training.md, \"Several ranks\"), and its losses across W differ more (the table's \"vs W=1\").\n")
 L.append(f"| optimizer | W | modes | final losses | max relative difference | beyond {TOL:g}? |")
 L.append("|---|---|---|---|---|---|")
 for c in checks:

@@ -398,7 +398,7 @@ OptimConfig optim_defaults(const std::string& name) {
   o.adamw_1d = AdamW1DConfig{};
   if (name == "shampoo") {
     // Meta's Distributed Shampoo (Shi et al. 2023) defaults, with Adam grafting at its
-    // AdamPreconditionerConfig defaults (beta2 0.999, epsilon 1e-10); README: deviations.
+    // AdamPreconditionerConfig defaults (beta2 0.999, epsilon 1e-10); docs/optimizers.md: deviations.
     o.lr = 1e-2;
     o.beta1 = 0.9;
     o.beta2 = 0.999;
