@@ -141,7 +141,7 @@ def check(a):
     model = runs["link_model"]
     links = runs["links"]                # measured TCP rates, bytes/s per direction
     m = fcm.read_preset("bench-small", REPO)
-    rows, detail = [], {}
+    rows = []
     for layout, (hosts, per_host) in LAYOUTS.items():
         world = hosts * per_host
         micro = 8 // world
@@ -269,7 +269,6 @@ def project(a):
         micro = min(4, per_gpu)
         accum = per_gpu // micro
         facts = layer_facts(m, max_dim, True, micro * m["seq_len"], micro)
-        total_flops = sum(f["flops"] for f in facts.values())
         sets = ["model.preset=olmo-7b", "distributed.world_size=%d" % world, "distributed.ranks_per_node=%d" % gpn,
                 "distributed.fsdp=hybrid", "runtime.mode=asteria", "train.micro_batch=%d" % micro,
                 "train.grad_accum=%d" % accum, "optim.precondition_embeddings=true"]
