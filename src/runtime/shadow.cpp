@@ -241,12 +241,9 @@ void ShadowPlanOps::backward(PlanBuilder& b, int layer, int micro) {
   // order, and the backward waits for those): the versions publishing now, layer by layer in the
   // optimizer's order (the same on every replica).
   const int64_t step = b.shape().step;
-  const int64_t opened = step - delay_.delay;
-  if (coherent_ && delay_.delay > 0 && opened >= 1 && delay_.at(opened) > 0) {
+  if (coherent_) {
     for (int l = static_cast<int>(blocks_.size()) - 1; l >= 0; --l) {
-      bool publishes = false;
-      for (int bi = 0; bi < blocks_[l]; ++bi) publishes |= schedule_.due(l, bi, opened);
-      if (!publishes) continue;
+      if (!publishes(l, step)) continue;
       Op sync;
       sync.kind = OpKind::CoherenceSync;
       sync.lane = Lane::Comm;
@@ -260,14 +257,18 @@ void ShadowPlanOps::backward(PlanBuilder& b, int layer, int micro) {
   if (placement_) add_batch(b, kEarlierRefreshes);
 }
 
-void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
-  const int64_t step = b.shape().step;
+bool ShadowPlanOps::publishes(int layer, int64_t step) const {
   // The refreshes publishing now were opened at step - D (after the synchronous warm-up).
   const int64_t opened = step - delay_.delay;
-  if (delay_.delay == 0 || opened < 1 || delay_.at(opened) == 0) return;
-  bool waits = false;
-  for (int bi = 0; bi < blocks_[layer]; ++bi) waits |= schedule_.due(layer, bi, opened);
-  if (!waits) return;
+  if (delay_.delay == 0 || opened < 1 || delay_.at(opened) == 0) return false;
+  for (int bi = 0; bi < blocks_[layer]; ++bi)
+    if (schedule_.due(layer, bi, opened)) return true;
+  return false;
+}
+
+void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
+  const int64_t step = b.shape().step;
+  if (!publishes(layer, step)) return;
   Op op;
   op.kind = OpKind::PublishWait;
   op.layer = layer;

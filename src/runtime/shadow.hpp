@@ -88,6 +88,8 @@ class ShadowPlanOps final : public PlanContributor {
   const RootJobPlacement* placement_;
   bool coherent_;
   mutable std::vector<PlacedTask> tasks_;
+  // Whether refreshes of `layer` publish at `step` (a publish_wait, and with replicas a sync).
+  bool publishes(int layer, int64_t step) const;
   // Adds the root_jobs op of `step`'s tasks of one kind (kEarlierRefreshes, kThisStepsRefreshes).
   void add_batch(PlanBuilder& b, int which);
 };
