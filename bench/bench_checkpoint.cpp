@@ -78,11 +78,11 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "model/model.hpp"
-#include "train/checkpoint_image.hpp"
-#include "train/checkpoint_manifest.hpp"
-#include "train/checkpoint_store.hpp"
-#include "train/config.hpp"
-#include "train/optimizer_factory.hpp"
+#include "train/checkpoint/checkpoint_image.hpp"
+#include "train/checkpoint/checkpoint_manifest.hpp"
+#include "train/checkpoint/checkpoint_store.hpp"
+#include "config/config.hpp"
+#include "optim/optimizer_factory.hpp"
 
 namespace fs = std::filesystem;
 using namespace asteria;

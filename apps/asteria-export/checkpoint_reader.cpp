@@ -4,9 +4,9 @@
 
 #include "core/error.hpp"
 #include "model/model.hpp"
-#include "train/checkpoint_image.hpp"
-#include "train/checkpoint_manifest.hpp"
-#include "train/checkpoint_store.hpp"
+#include "train/checkpoint/checkpoint_image.hpp"
+#include "train/checkpoint/checkpoint_manifest.hpp"
+#include "train/checkpoint/checkpoint_store.hpp"
 
 namespace asteria::export_cli {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The export's only view of a checkpoint: the resolved config, the step and every model
 // parameter under its ParamTable entry name, in float, read with the trainer's checkpoint
-// modules (train/checkpoint_manifest.hpp, train/checkpoint_image.hpp): the manifest must parse
+// modules (train/checkpoint/checkpoint_manifest.hpp, train/checkpoint/checkpoint_image.hpp): the manifest must parse
 // (known format version, config hash), every listed file must have its size and XXH3-64
 // checksum, and /params/<entry name> must hold every parameter of model_param_tables(config.model)
 // with its global shape. Anything else fails with an asteria::Error naming the file (and the
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.hpp"
+#include "config/config.hpp"
 
 namespace asteria::export_cli {
 

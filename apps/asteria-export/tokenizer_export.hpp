@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "train/config.hpp"
+#include "config/config.hpp"
 
 namespace asteria::export_cli {
 

@@ -17,8 +17,8 @@
 #include "core/cpu/blas_kernels.hpp"
 #include "core/error.hpp"
 #include "core/hdf5_file.hpp"
-#include "train/config.hpp"
-#include "train/optimizer_factory.hpp"
+#include "config/config.hpp"
+#include "optim/optimizer_factory.hpp"
 
 namespace {
 

@@ -14,10 +14,10 @@
 
 #include "core/cpu/blas_kernels.hpp"
 #include "core/error.hpp"
-#include "fsdp/mpi_communicator.hpp"
-#include "fsdp/topology.hpp"
-#include "train/config.hpp"
-#include "train/dry_run.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "comm/topology.hpp"
+#include "config/config.hpp"
+#include "train/estimates/dry_run.hpp"
 #include "train/trainer.hpp"
 
 int main(int argc, char** argv) {

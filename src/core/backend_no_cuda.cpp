@@ -1,11 +1,8 @@
-// The CUDA entry points (core/backend.hpp, fsdp/nccl_communicator.hpp, fsdp/replica_mean.hpp,
-// optim/block_backend.hpp) in a build without the CUDA backend (-DASTERIA_CUDA=OFF, or AUTO
-// without a toolkit). Not compiled when the backend is built.
+// core/backend.hpp's CUDA entry points in a build without the CUDA backend (-DASTERIA_CUDA=OFF,
+// or AUTO without a toolkit). Each folder with CUDA code has its own *_no_cuda.cpp; none is
+// compiled when the backend is built.
 #include "core/backend.hpp"
 #include "core/error.hpp"
-#include "fsdp/nccl_communicator.hpp"
-#include "fsdp/replica_mean.hpp"
-#include "optim/block_backend.hpp"
 
 namespace asteria {
 
@@ -20,24 +17,6 @@ std::unique_ptr<Backend> make_cuda_backend(int) {
   std::string why;
   cuda_backend_available(&why);
   fail(why);
-}
-
-std::unique_ptr<Communicator> make_nccl_communicator(Communicator&, int) {
-  std::string why;
-  cuda_backend_available(&why);
-  fail("NCCL communicator: ", why);
-}
-
-const BlockBackend& cuda_block_backend() {
-  std::string why;
-  cuda_backend_available(&why);
-  fail("the second-order optimizer on the device: ", why);
-}
-
-void cuda::scale_to_mean(float*, size_t, int) {
-  std::string why;
-  cuda_backend_available(&why);
-  fail("the replicas' mean on the device: ", why);
 }
 
 }  // namespace asteria

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "fsdp/replica_mean.hpp"
+#include "comm/replica_mean.hpp"
 #include "optim/blocks.hpp"
 
 namespace asteria {

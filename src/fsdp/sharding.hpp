@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "core/buffer.hpp"
-#include "fsdp/communicator.hpp"
+#include "comm/communicator.hpp"
 #include "fsdp/shard_layout.hpp"
-#include "fsdp/topology.hpp"
+#include "comm/topology.hpp"
 #include "model/param_table.hpp"
 
 namespace asteria {

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "fsdp/communicator.hpp"
+#include "comm/communicator.hpp"
 #include "optim/blocks.hpp"
 #include "optim/preconditioner.hpp"
 #include "runtime/coherence_registry.hpp"

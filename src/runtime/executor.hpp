@@ -5,7 +5,7 @@
 //            the checkpoint copy);
 //   comm     ops run in plan order on the executor's comm thread (collectives: parameter
 //            gathers, gradient reductions, coherence syncs), on communicators of their own
-//            (fsdp/communicator.hpp "Threads");
+//            (comm/communicator.hpp "Threads");
 //   host     ops are handed, in plan order and once their dependencies finished, to the host
 //            worker pool (shadow root jobs); they outlive the step: whoever consumes their
 //            results waits for them (the shadow pipeline's publish barrier), not the executor.

@@ -12,9 +12,9 @@
 #include "model/ops/op_set.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sum_of_squares.hpp"
-#include "train/config.hpp"
-#include "train/memory_estimate.hpp"
-#include "train/optimizer_factory.hpp"
+#include "config/config.hpp"
+#include "train/estimates/memory_estimate.hpp"
+#include "optim/optimizer_factory.hpp"
 #endif
 
 namespace asteria {

@@ -90,7 +90,7 @@ class DeviceTraining {
 
 // Allocates the device side (upload() fills it). Throws, naming the reason, when this build has
 // no CUDA backend, no device can be opened, the device has fewer free bytes than the run needs
-// (train/memory_estimate.hpp device_memory, checked before allocating), or the optimizer is
+// (train/estimates/memory_estimate.hpp device_memory, checked before allocating), or the optimizer is
 // neither AdamW nor second-order.
 std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer);
 

@@ -3,7 +3,7 @@
 // then decay to lr * final_lr_fraction at `steps` (cosine or linear), or constant.
 #include <cstdint>
 
-#include "train/config.hpp"
+#include "config/config.hpp"
 
 namespace asteria {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fsdp/communicator.hpp"
+#include "comm/communicator.hpp"
 
 namespace asteria {
 

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "model/model.hpp"
 #include "runtime/tier_planner.hpp"
-#include "train/optimizer_factory.hpp"
+#include "optim/optimizer_factory.hpp"
 
 namespace asteria {
 

@@ -6,7 +6,7 @@
 #include "model/param_table.hpp"
 
 #include "runtime/tier_layout.hpp"
-#include "train/config.hpp"
+#include "config/config.hpp"
 
 namespace asteria {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.hpp"
+#include "config/config.hpp"
 
 namespace asteria {
 

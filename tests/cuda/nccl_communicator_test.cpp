@@ -1,4 +1,4 @@
-// The NCCL communicator (fsdp/nccl_communicator.hpp) on one rank, bootstrapped by the local
+// The NCCL communicator (comm/nccl_communicator.hpp) on one rank, bootstrapped by the local
 // communicator: every collective's result against what the contract says it is on one rank
 // (exact: nothing is summed with another rank). Several ranks need a GPU each (NCCL refuses two
 // ranks on one device); this machine class has one, so the multi-rank comparison with MPI
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "device_fixture.hpp"
-#include "fsdp/nccl_communicator.hpp"
+#include "comm/nccl_communicator.hpp"
 
 namespace asteria {
 namespace {

@@ -8,7 +8,7 @@
 #include "core/backend.hpp"
 #include "core/error.hpp"
 #include "test_util.hpp"
-#include "train/config.hpp"
+#include "config/config.hpp"
 #include "train/trainer.hpp"
 
 using namespace asteria;

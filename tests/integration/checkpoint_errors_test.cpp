@@ -7,7 +7,7 @@
 #include <map>
 
 #include "core/error.hpp"
-#include "train/checkpoint_manifest.hpp"
+#include "train/checkpoint/checkpoint_manifest.hpp"
 #include "trainer_runs.hpp"
 
 using namespace asteria;

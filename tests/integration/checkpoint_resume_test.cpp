@@ -10,7 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "train/checkpoint_store.hpp"
+#include "train/checkpoint/checkpoint_store.hpp"
 #include "train/tier_config.hpp"
 #include "trainer_runs.hpp"
 

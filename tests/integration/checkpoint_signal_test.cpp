@@ -17,8 +17,8 @@
 
 #include "core/hdf5_file.hpp"
 #include "model/model.hpp"
-#include "train/checkpoint_manifest.hpp"
-#include "train/checkpoint_store.hpp"
+#include "train/checkpoint/checkpoint_manifest.hpp"
+#include "train/checkpoint/checkpoint_store.hpp"
 #include "trainer_runs.hpp"
 
 using namespace asteria;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "test_util.hpp"
-#include "train/memory_estimate.hpp"
+#include "train/estimates/memory_estimate.hpp"
 
 using asteria::testing::run_command;
 using asteria::testing::TempDir;

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "core/hdf5_file.hpp"
-#include "train/checkpoint_image.hpp"
-#include "train/checkpoint_manifest.hpp"
-#include "train/checkpoint_store.hpp"
+#include "train/checkpoint/checkpoint_image.hpp"
+#include "train/checkpoint/checkpoint_manifest.hpp"
+#include "train/checkpoint/checkpoint_store.hpp"
 #include "model/model.hpp"
 #include "test_util.hpp"
-#include "train/config.hpp"
+#include "config/config.hpp"
 
 namespace asteria::testing {
 

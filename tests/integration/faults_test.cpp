@@ -3,7 +3,7 @@
 //     non-zero, with a message naming the dead rank (Open MPI's "process rank N ... exited on
 //     signal 9").
 //   - A collective stalled past distributed.timeout_s (the ASTERIA_FAULT_STALL test hook of
-//     fsdp/mpi_communicator.hpp sleeps one rank before it) ends the job within timeout_s + a
+//     comm/mpi_communicator.hpp sleeps one rank before it) ends the job within timeout_s + a
 //     margin, non-zero, with the waiting rank's message naming the op and the layer; the other
 //     rank, still asleep, is ended by MPI_Abort (the stall is far longer than the test). The
 //     checkpoint written before still loads.
@@ -27,7 +27,7 @@
 
 #include "core/timer.hpp"
 #include "test_util.hpp"
-#include "train/checkpoint_store.hpp"
+#include "train/checkpoint/checkpoint_store.hpp"
 
 using asteria::testing::TempDir;
 namespace fs = std::filesystem;

@@ -9,8 +9,8 @@
 #include "../optim/reference_optimizers.hpp"
 #include "core/hdf5_file.hpp"
 #include "test_util.hpp"
-#include "train/config.hpp"
-#include "train/optimizer_factory.hpp"
+#include "config/config.hpp"
+#include "optim/optimizer_factory.hpp"
 
 using namespace asteria;
 using asteria::testing::run_command;

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "trainer_runs.hpp"
-#include "train/config.hpp"
+#include "config/config.hpp"
 #include "train/trainer.hpp"
 
 using namespace asteria;

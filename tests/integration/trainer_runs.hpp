@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "test_util.hpp"
-#include "train/config.hpp"
+#include "config/config.hpp"
 #include "train/tier_config.hpp"
 #include "train/trainer.hpp"
 

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
-#include "train/config.hpp"
-#include "train/world_plan.hpp"
+#include "config/config.hpp"
+#include "train/estimates/world_plan.hpp"
 
 using asteria::testing::run_command;
 using asteria::testing::kConfigs;

@@ -1,4 +1,4 @@
-// The communicator's watchdog (fsdp/mpi_communicator.hpp): a request destroyed before it
+// The communicator's watchdog (comm/mpi_communicator.hpp): a request destroyed before it
 // completed, by a rank that then neither aborts nor exits, still ends the job. The test ends the
 // job, so it is disabled in the ctest runs of this binary; tests/integration/faults_test.cpp runs
 // it (mpirun -np 2 test_mpi --gtest_also_run_disabled_tests --gtest_filter=MpiFaults.*) and checks
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "fsdp/mpi_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
 
 using namespace asteria;
 

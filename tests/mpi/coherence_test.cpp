@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "fsdp/mpi_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "runtime/coherence.hpp"
 
 using namespace asteria;

@@ -9,8 +9,8 @@
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
-#include "fsdp/mpi_communicator.hpp"
-#include "fsdp/topology.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "comm/topology.hpp"
 
 using namespace asteria;
 

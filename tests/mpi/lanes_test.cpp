@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "fsdp/mpi_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "runtime/coherence.hpp"
 
 using namespace asteria;

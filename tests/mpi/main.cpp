@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "core/cpu/blas_kernels.hpp"
-#include "fsdp/mpi_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
 
 int main(int argc, char** argv) {
   // The right BLAS kernels before MPI starts (core/cpu/blas_kernels.hpp).

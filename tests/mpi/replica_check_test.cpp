@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "fsdp/mpi_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "train/replica_check.hpp"
 
 using namespace asteria;

@@ -5,10 +5,10 @@
 
 #include <vector>
 
-#include "fsdp/mpi_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "fsdp/shard_layout.hpp"
 #include "fsdp/sharding.hpp"
-#include "fsdp/topology.hpp"
+#include "comm/topology.hpp"
 
 using namespace asteria;
 

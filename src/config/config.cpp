@@ -1,0 +1,428 @@
+// Reading and writing the run configuration (contract in config.hpp).
+#include "config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <type_traits>
+
+#include "core/error.hpp"
+#include "runtime/coherence_registry.hpp"
+#include "config/config_schema.hpp"
+
+namespace asteria {
+
+namespace {
+
+// Where each key came from, for messages: the --set argument, or FILE:LINE.
+struct Origins {
+  std::string file;
+  std::map<std::string, std::string> overrides;  // dotted key -> the --set argument
+
+  std::string where(const std::string& key, const YAML::Node& node) const {
+    // An override of the key itself or of a section above it.
+    for (std::string k = key;;) {
+      auto it = overrides.find(k);
+      if (it != overrides.end()) return "--set " + excerpt(it->second);
+      auto dot = k.rfind('.');
+      if (dot == std::string::npos) break;
+      k.resize(dot);
+    }
+    if (node && node.Mark().line >= 0)
+      return file + ":" + std::to_string(node.Mark().line + 1);
+    return file;
+  }
+};
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "true or false";
+  else if constexpr (std::is_integral_v<T>) return "an integer";
+  else if constexpr (std::is_floating_point_v<T>) return "a number";
+  else return "a string";
+}
+
+// A value as messages echo it (cut when long).
+std::string node_text(const YAML::Node& n) {
+  if (n.IsScalar()) return excerpt(n.Scalar());
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return excerpt(e.c_str());
+}
+
+// Parses a scalar strictly: "1.5" is not an int, "yes" is not a number.
+template <class T>
+bool parse_scalar(const YAML::Node& n, T& out) {
+  if (!n.IsScalar()) return false;
+  const std::string& s = n.Scalar();
+  if constexpr (std::is_same_v<T, bool>) {
+    if (s == "true" || s == "True") return out = true, true;
+    if (s == "false" || s == "False") return out = false, true;
+    return false;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    out = s;
+    return true;
+  } else {
+    const char* b = s.data();
+    const char* e = s.data() + s.size();
+    if (b != e && *b == '+') ++b;
+    auto [p, ec] = std::from_chars(b, e, out);
+    return ec == std::errc() && p == e;
+  }
+}
+
+class Reader {
+ public:
+  Reader(const YAML::Node& node, std::string section, const Origins& origins)
+      : node_(node), section_(std::move(section)), origins_(origins) {}
+
+  template <class T, class Check>
+  void field(const char* key, T& out, Check check) {
+    seen_.insert(key);
+    const YAML::Node n = node_[key];
+    if (!n) return;
+    T value{};
+    if (!parse_scalar(n, value))
+      fail(where(key, n), ": '", path(key), "' must be ", type_name<T>(), ", got '", node_text(n), "'");
+    std::string err = check(value);
+    if (!err.empty())
+      fail(where(key, n), ": '", path(key), "' = ", node_text(n), " is invalid: it ", err);
+    out = value;
+  }
+
+  template <class E>
+  void choice(const char* key, E& out, std::vector<std::pair<std::string, E>> names) {
+    std::string s;
+    std::vector<std::string> all;
+    for (auto& [name, e] : names) all.push_back(name);
+    const YAML::Node n = node_[key];
+    if (!n) {
+      seen_.insert(key);
+      return;
+    }
+    field(key, s, schema::one_of(all));
+    for (auto& [name, e] : names)
+      if (name == s) out = e;
+  }
+
+  template <class Check>
+  void pair(const char* key, double& a, double& b, Check check) {
+    seen_.insert(key);
+    const YAML::Node n = node_[key];
+    if (!n) return;
+    double v[2];
+    bool ok = n.IsSequence() && n.size() == 2 && parse_scalar(n[0], v[0]) && parse_scalar(n[1], v[1]);
+    if (!ok)
+      fail(where(key, n), ": '", path(key), "' must be a list of two numbers, got '", node_text(n), "'");
+    for (double x : v) {
+      std::string err = check(x);
+      if (!err.empty())
+        fail(where(key, n), ": '", path(key), "' = ", node_text(n), " is invalid: each value ", err);
+    }
+    a = v[0];
+    b = v[1];
+  }
+
+  void list(const char* key, std::vector<std::string>& out) {
+    seen_.insert(key);
+    const YAML::Node n = node_[key];
+    if (!n) return;
+    std::vector<std::string> v;
+    bool ok = n.IsSequence();
+    for (size_t i = 0; ok && i < n.size(); ++i) ok = n[i].IsScalar() && (v.push_back(n[i].Scalar()), true);
+    if (!ok) fail(where(key, n), ": '", path(key), "' must be a list of strings, got '", node_text(n), "'");
+    out = std::move(v);
+  }
+
+  template <class S>
+  void section(const char* key, S& sub) {
+    seen_.insert(key);
+    const YAML::Node n = node_[key];
+    if (!n || n.IsNull()) return;
+    if (!n.IsMap()) fail(where(key, n), ": section '", path(key), "' must be a mapping");
+    Reader r(n, path(key), origins_);
+    schema::visit(r, sub);
+    r.reject_unknown();
+  }
+
+  // Every key of the section that no field read is an error.
+  void reject_unknown() const {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      std::string key = it->first.Scalar();
+      if (seen_.count(key)) continue;
+      std::string known;
+      for (auto& k : seen_) known += (known.empty() ? "" : ", ") + k;
+      fail(where(key, it->first), ": unknown key '", excerpt(path(key)), "' (known keys in ", section_,
+           ": ", known, ")");
+    }
+  }
+
+ private:
+  std::string path(const std::string& key) const { return section_ + "." + key; }
+  std::string where(const std::string& key, const YAML::Node& n) const {
+    return origins_.where(path(key), n);
+  }
+  const YAML::Node node_;
+  std::string section_;
+  const Origins& origins_;
+  std::set<std::string> seen_;
+};
+
+std::string number_text(double v) {
+  char buf[64];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, p);
+  // Keep it a YAML float even when integral, so the type survives the round trip.
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+class Writer {
+ public:
+  explicit Writer(YAML::Emitter& out) : out_(out) {}
+  template <class T, class Check>
+  void field(const char* key, const T& v, Check) {
+    out_ << YAML::Key << key << YAML::Value;
+    if constexpr (std::is_same_v<T, bool>) out_ << (v ? "true" : "false");
+    else if constexpr (std::is_floating_point_v<T>) out_ << number_text(v);
+    else if constexpr (std::is_same_v<T, std::string>) out_ << YAML::DoubleQuoted << v;
+    else out_ << v;
+  }
+  template <class E>
+  void choice(const char* key, const E& v, std::vector<std::pair<std::string, E>> names) {
+    for (auto& [name, e] : names)
+      if (e == v) out_ << YAML::Key << key << YAML::Value << name;
+  }
+  template <class S>
+  void section(const char* key, S& sub) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    schema::visit(*this, sub);
+    out_ << YAML::EndMap;
+  }
+  void list(const char* key, const std::vector<std::string>& v) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& s : v) out_ << YAML::DoubleQuoted << s;
+    out_ << YAML::EndSeq;
+  }
+  template <class Check>
+  void pair(const char* key, double a, double b, Check) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq << number_text(a)
+         << number_text(b) << YAML::EndSeq;
+  }
+
+ private:
+  YAML::Emitter& out_;
+};
+
+// Applies "a.b.c=value" onto the tree, creating sections as needed.
+void apply_override(YAML::Node& root, const std::string& arg, Origins& origins) {
+  auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail("--set ", excerpt(arg), ": expected KEY=VALUE with a dotted key, e.g. optim.lr=1e-3");
+  std::string key = arg.substr(0, eq);
+  std::string value = arg.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) {
+    if (p.empty()) fail("--set ", excerpt(arg), ": empty component in key '", excerpt(key), "'");
+    parts.push_back(p);
+  }
+  YAML::Node cur = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = cur[parts[i]];
+    if (!next || next.IsNull()) {
+      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = cur[parts[i]];
+    }
+    if (!next.IsMap()) fail("--set ", excerpt(arg), ": '", excerpt(parts[i]), "' is not a section");
+    cur.reset(next);
+  }
+  YAML::Node v;
+  try {
+    v = value.empty() ? YAML::Node(std::string()) : YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    fail("--set ", excerpt(arg), ": value is not valid YAML: ", e.msg);
+  }
+  cur[parts.back()] = v;
+  origins.overrides[key] = arg;
+}
+
+Config read_tree(YAML::Node root, const std::string& source,
+                 const std::vector<std::string>& overrides) {
+  Origins origins{source, {}};
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) fail(source, ": the top level must be a mapping of sections");
+  for (auto& o : overrides) apply_override(root, o, origins);
+
+  Config cfg;
+  cfg.source = source;
+  std::set<std::string> known = {"seed"};
+  if (const YAML::Node s = root["seed"]) {
+    int64_t seed = 0;
+    if (!parse_scalar(s, seed) || seed < 0)
+      fail(origins.where("seed", s), ": 'seed' must be a non-negative integer, got '", node_text(s), "'");
+    cfg.seed = static_cast<uint64_t>(seed);
+  }
+  // The preset sets the model's defaults before the model's fields are read.
+  if (const YAML::Node m = root["model"]; m && m.IsMap() && m["preset"] && !m["preset"].Scalar().empty()) {
+    const YAML::Node p = m["preset"];
+    try {
+      cfg.model = model_preset(p.Scalar());
+    } catch (const Error& e) {
+      fail(origins.where("model.preset", p), ": 'model.preset': ", e.what());
+    }
+  }
+  // The optimizer's name sets the optimizer's defaults before its fields are read.
+  if (const YAML::Node o = root["optim"]; o && o.IsMap() && o["name"]) {
+    const YAML::Node nm = o["name"];
+    try {
+      cfg.optim = optim_defaults(nm.Scalar());
+    } catch (const Error& e) {
+      fail(origins.where("optim.name", nm), ": 'optim.name': ", e.what());
+    }
+  }
+  schema::for_each_section(cfg, [&](const std::string& name, auto& section) {
+    known.insert(name);
+    const YAML::Node n = root[name];
+    if (!n || n.IsNull()) return;
+    if (!n.IsMap()) fail(origins.where(name, n), ": section '", name, "' must be a mapping");
+    Reader r(n, name, origins);
+    schema::visit(r, section);
+    r.reject_unknown();
+  });
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    std::string key = it->first.Scalar();
+    if (known.count(key)) continue;
+    std::string all;
+    for (auto& k : known) all += (all.empty() ? "" : ", ") + k;
+    fail(origins.where(key, it->first), ": unknown key '", excerpt(key), "' (known top-level keys: ", all, ")");
+  }
+  // Cross-field checks.
+  const ModelConfig& m = cfg.model;
+  if (m.d_model % m.n_heads != 0)
+    fail(source, ": model.d_model (", m.d_model, ") must be divisible by model.n_heads (", m.n_heads, ")");
+  if (m.head_dim() % 2 != 0)
+    fail(source, ": model head dimension d_model / n_heads = ", m.head_dim(), " must be even for RoPE");
+  if (m.embedding_size < m.vocab_size)
+    fail(source, ": model.embedding_size (", m.embedding_size, ") must be >= model.vocab_size (",
+         m.vocab_size, ")");
+  if (m.norm_placement == NormPlacement::Post && m.norm == NormKind::LayerNorm)
+    fail(source, ": model.norm_placement 'post' (OLMo-2) requires model.norm 'rmsnorm'");
+  const DistributedConfig& d = cfg.distributed;
+  if (d.world_size > 0 && d.ranks_per_node > 0 && d.world_size % d.ranks_per_node != 0)
+    fail(source, ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
+         "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
+  if (cfg.distributed.check_every_step) {
+    cfg.notes.push_back(detail::concat(source, ": distributed.check_every_step is now distributed.check_every "
+                                               "(steps between the replicas' checks); read as check_every: 1"));
+    cfg.distributed.check_every = 1;
+    cfg.distributed.check_every_step = false;
+  }
+  // Asteria mode staggers the refreshes unless told not to; native keeps the reference schedule.
+  if (cfg.runtime.stagger == "auto") cfg.runtime.stagger = cfg.runtime.mode == "asteria" ? "true" : "false";
+  // The GPU computes its GEMMs on bf16 operands (DESIGN.md "Precision"); the CPU in fp32.
+  if (cfg.runtime.precision == "auto") cfg.runtime.precision = cfg.runtime.backend == "cuda" ? "bf16" : "fp32";
+  if (cfg.runtime.precision == "bf16" && cfg.runtime.backend != "cuda")
+    fail(source, ": runtime.precision bf16 needs runtime.backend cuda (the CPU backend computes in fp32)");
+  if (cfg.runtime.shadow.lane == "device" && cfg.runtime.backend != "cuda")
+    fail(source, ": runtime.shadow.lane device needs runtime.backend cuda (the refreshes by the GPU's solvers); "
+         "on the CPU use workers, compute or auto");
+  // Staleness alone keeps SOAP's bases up to S periods old while they still turn fast (+11 % final
+  // loss at S = 5 on bench-small); the default tolerance ships those that moved.
+  if (cfg.runtime.coherence.tolerance < 0)
+    cfg.runtime.coherence.tolerance = cfg.runtime.coherence.staleness > 1 ? CoherenceRule::kDefaultTolerance : 0.0;
+  // A dropped version's owner continues from it (runtime/shadow.hpp): it must know a refresh's
+  // decision, made at its publish step, before the block's next refresh F steps later.
+  const RuntimeConfig& rt = cfg.runtime;
+  if (rt.coherence.staleness > 1 && (cfg.optim.name == "soap" || cfg.optim.name == "kl_shampoo") &&
+      rt.shadow.delay > cfg.optim.precondition_frequency)
+    fail(source, ": runtime.coherence.staleness ", rt.coherence.staleness, " needs runtime.shadow.delay (", rt.shadow.delay,
+         ") <= optim.precondition_frequency (", cfg.optim.precondition_frequency,
+         "): each refresh continues from the last one's version, decided when it publishes");
+  if (cfg.train.warmup_steps > cfg.train.steps) {
+    // A short run of a long recipe (--set train.steps=2, a smoke test) runs; its warm-up is cut.
+    cfg.notes.push_back(detail::concat(source, ": train.warmup_steps ", cfg.train.warmup_steps, " exceeds train.steps ",
+                            cfg.train.steps, "; the warm-up is clipped to ", cfg.train.steps, " steps"));
+    cfg.train.warmup_steps = cfg.train.steps;
+  }
+  return cfg;
+}
+
+}  // namespace
+
+Config load_config_text(const std::string& yaml, const std::string& source_name,
+                        const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    fail(source_name, ":", e.mark.line + 1, ": invalid YAML: ", e.msg);
+  }
+  return read_tree(root, source_name, overrides);
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) fail("cannot open config file '", path, "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_config_text(ss.str(), path, overrides);
+}
+
+std::string config_to_yaml(const Config& cfg_in) {
+  Config cfg = cfg_in;
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "seed" << YAML::Value << cfg.seed;
+  schema::for_each_section(cfg, [&](const std::string& name, auto& section) {
+    out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    Writer w(out);
+    schema::visit(w, section);
+    out << YAML::EndMap;
+  });
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+uint64_t parse_byte_size(const std::string& text) {
+  if (text == "unlimited") return std::numeric_limits<uint64_t>::max();
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    fail("'", excerpt(text), "' is not a byte size");
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  static const std::pair<const char*, double> units[] = {
+      {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
+  for (const auto& [name, scale] : units)
+    if (unit == name) {
+      const double bytes = value * scale;
+      ASTERIA_CHECK(value >= 0 && bytes < 1.8e19, "'", excerpt(text), "' is not a byte size");
+      return static_cast<uint64_t>(bytes);
+    }
+  fail("'", excerpt(text), "' is not a byte size (units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+}
+
+void check_supported(const Config& cfg) {
+  if (cfg.optim.name == "adamw" && cfg.optim.beta2 >= 1.0)
+    fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
+  if (cfg.distributed.world_size > 0) check_supported_world(cfg, cfg.distributed.world_size);
+}
+
+void check_supported_world(const Config& cfg, int world) {
+  if (cfg.runtime.backend == "cuda" && world > 1 && cfg.distributed.fsdp != "none")
+    fail(cfg.source, ": runtime.backend cuda with ", world, " ranks needs distributed.fsdp none (each rank the whole "
+         "model on its own GPU, gradients all-reduced over NCCL); sharding on the GPU (fsdp ", cfg.distributed.fsdp,
+         ") is not built yet");
+}
+
+}  // namespace asteria

@@ -1,0 +1,53 @@
+#pragma once
+// The optimizer's section of the config (optim.*), and each optimizer's preset: its paper's or
+// reference implementation's values (optim_defaults), which the config's keys then override.
+// Beside the optimizers, as model/model_config.hpp is beside the model: the config layer
+// (config/config.hpp) holds one of each and reads and writes their fields.
+#include <cstdint>
+#include <string>
+
+namespace asteria {
+
+// AdamW for the tensors a second-order optimizer does not precondition (norm weights, and
+// embeddings unless optim.precondition_embeddings).
+struct AdamW1DConfig {
+  double lr = -1;               // negative: optim.lr (and its schedule); else this peak lr
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+// Defaults depend on `name`: each optimizer starts from its paper's / reference
+// implementation's values (optim_defaults), then the config's keys override them.
+struct OptimConfig {
+  std::string name = "adamw";   // adamw, shampoo, soap, kl_shampoo
+  double lr = 4e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  bool decay_embeddings = true; // AdamW: apply weight decay to wte / lm_head
+  bool decay_norms = false;     // AdamW: apply weight decay to norm weights
+  double grad_clip = 1.0;       // global L2 norm; <= 0 disables
+  bool compensated_updates = true;  // Kahan-compensated parameter updates (optim/update_compensation.hpp)
+  // Second-order optimizers.
+  double shampoo_beta = -1;     // factor EMA; negative: beta2; 1: plain sums
+  double root_eps = 1e-12;      // Shampoo: (L + root_eps I)^(-1/4)
+  int64_t precondition_frequency = 10;
+  int64_t start_preconditioning_step = 1;   // Shampoo: first step with roots
+  int64_t max_preconditioner_dim = 1024;
+  int max_failures = 3;         // consecutive failed refreshes of a block before stopping
+  bool precondition_embeddings = true;
+  std::string root_method = "eigh";   // Shampoo: eigh or newton (coupled Newton)
+  std::string grafting = "adam";      // Shampoo: adam or none
+  std::string refresh_dtype = "float64";  // precision of roots / eigenbases: float64 or float32
+  double kl_init_factor = 0.1;        // KL-Shampoo: initial eigenvalue estimate
+  double kl_max_clamp = 4000;         // KL-Shampoo: cap of inverse-sqrt eigenvalue estimates
+  AdamW1DConfig adamw_1d;
+};
+
+// The defaults of an optimizer (throws for an unknown name).
+OptimConfig optim_defaults(const std::string& name);
+
+}  // namespace asteria

@@ -1,0 +1,533 @@
+#include "train/checkpoint/checkpointer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <atomic>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/timer.hpp"
+#include "optim/second_order.hpp"
+#include "train/checkpoint/checkpoint_store.hpp"
+#include "train/estimates/memory_estimate.hpp"
+
+namespace fs = std::filesystem;
+
+namespace asteria {
+
+namespace {
+
+
+// Value names cannot hold '/', which separates HDF5 groups.
+std::string value_key(std::string name) {
+  for (char& c : name)
+    if (c == '/') c = ':';
+  return name;
+}
+
+template <class T>
+std::vector<double> as_doubles(const std::vector<T>& v) {
+  return {v.begin(), v.end()};
+}
+
+template <class T>
+void from_doubles(const std::vector<double>& v, std::vector<T>& out) {
+  out.assign(v.size(), T{});
+  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
+}
+
+// A refresh job's bases and permutations under `key` (open refreshes and kept versions).
+void put_bases(std::map<std::string, std::vector<double>>& v, const std::string& key, const RefreshJob& job) {
+  v[key + "left_basis"] = job.left_basis;
+  v[key + "right_basis"] = job.right_basis;
+  v[key + "left_perm"] = as_doubles(job.left_perm);
+  v[key + "right_perm"] = as_doubles(job.right_perm);
+}
+
+}  // namespace
+
+struct Checkpointer::Writer {
+  std::thread thread;
+  std::exception_ptr error;
+  std::atomic<bool> done{false};
+  double write_s = 0;   // of the finished write, read after join
+  size_t bytes = 0;
+  void join() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
+Checkpointer::Checkpointer(const Config& cfg, RunParts parts, std::vector<DataFingerprint> data)
+    : cfg_(cfg), parts_(parts), data_(std::move(data)), async_(cfg.checkpoint.async),
+      writer_(std::make_unique<Writer>()) {}
+
+Checkpointer::~Checkpointer() {
+  if (writer_) writer_->join();
+}
+
+std::string Checkpointer::root() const { return (fs::path(cfg_.run.dir) / "checkpoints").string(); }
+
+void Checkpointer::lay_out() {
+  if (laid_out_) return;
+  Model<float>& model = parts_.model;
+  // Sharded: this rank's shard of the parameters (row-blocks of cut tensors, as its optimizer
+  // state); the other ranks' files hold the rest.
+  for (int l = 0; l < model.num_layers(); ++l) {
+    ImageBuffer b;
+    const ParamTable& t = sharded() ? parts_.sharding->owned_tables()[l] : model.table(l);
+    for (const ParamEntry& e : t.entries)
+      b.pieces.push_back({state_piece_name("params", e.name), e.shape, e.offset, {}, e.row_offset, e.tensor_rows});
+    image_.buffers.push_back(std::move(b));
+    sizes_.push_back(t.numel);
+  }
+  const TierLayout& layout = parts_.tiers.layout();
+  for (int l = 0; l < layout.num_layers(); ++l) {
+    std::vector<std::vector<StatePiece>> pieces = parts_.optimizer.state_pieces(l);
+    ASTERIA_ASSERT(pieces.size() == layout.by_layer[l].size(), "layer ", l, ": ", pieces.size(),
+                   " state tensors have pieces, the tier layout has ", layout.by_layer[l].size());
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      image_.buffers.push_back({std::move(pieces[k]), {}});
+      sizes_.push_back(layout.states[layout.by_layer[l][k]].spec.count);
+    }
+  }
+  laid_out_ = true;
+}
+
+bool Checkpointer::sharded() const { return parts_.sharding && parts_.sharding->sharded(); }
+
+float* Checkpointer::params(int layer) {
+  return sharded() ? parts_.sharding->shard_params(layer) : parts_.model.params(layer);
+}
+
+const float* Checkpointer::live(size_t i) {
+  const int layers = parts_.model.num_layers();
+  if (i < static_cast<size_t>(layers)) return params(static_cast<int>(i));
+  const int id = static_cast<int>(i) - layers;
+  if (const float* p = parts_.tiers.memory_of(id)) return p;
+  if (scratch_.size() < sizes_[i]) scratch_.resize(sizes_[i]);
+  parts_.tiers.copy_out(id, scratch_.data());
+  return scratch_.data();
+}
+
+void Checkpointer::stage() {
+  // One thread: in a plan this runs on the staging lane beside the forward pass, and more
+  // threads would take cores from it (the copy is bound by memory bandwidth anyway).
+  const int layers = parts_.model.num_layers();
+  for (size_t i = 0; i < image_.buffers.size(); ++i) {
+    std::vector<float>& dst = image_.buffers[i].data;
+    dst.resize(sizes_[i]);   // allocated at the first save only
+    if (sizes_[i] == 0) continue;
+    if (i < static_cast<size_t>(layers)) {
+      std::memcpy(dst.data(), params(static_cast<int>(i)), sizes_[i] * sizeof(float));
+    } else {
+      const int id = static_cast<int>(i) - layers;
+      if (const float* src = parts_.tiers.memory_of(id))
+        std::memcpy(dst.data(), src, sizes_[i] * sizeof(float));
+      else
+        parts_.tiers.copy_out(id, dst.data());
+    }
+  }
+}
+
+void Checkpointer::PlanOps::micro_begin(PlanBuilder& b, int micro) {
+  copy_op = -1;
+  if (!copy_pending || micro != 0) return;
+  Op op;
+  op.kind = OpKind::CheckpointCopy;
+  op.lane = Lane::Staging;
+  copy_op = b.add(std::move(op));
+}
+
+void Checkpointer::PlanOps::optimizer_begin(PlanBuilder& b) {
+  if (copy_op < 0) return;
+  Op op;
+  op.kind = OpKind::CheckpointWait;
+  op.deps = {copy_op};
+  b.add(std::move(op));
+}
+
+void Checkpointer::bind(Executor& ex) {
+  ex.bind(OpKind::CheckpointCopy, [this](const Op&) { copy_and_start_writer(); });
+  ex.bind(OpKind::CheckpointWait, [](const Op&) {});   // the executor waited for its dependency
+}
+
+void Checkpointer::copy_and_start_writer() {
+  plan_ops_.copy_pending = false;
+  stage();
+  writer_->done = false;
+  writer_->thread = std::thread([this] {
+    Timer t;
+    try {
+      if (sharded()) {
+        write_rank_file();   // reports its own failure to the group
+        shard_write_.write_s = t.seconds();
+      } else {
+        write_and_commit();
+      }
+    } catch (...) {
+      writer_->error = std::current_exception();
+    }
+    writer_->done = true;
+  });
+}
+
+void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s) {
+  auto& v = image_.values;
+  v.clear();
+  v["train.step"] = {static_cast<double>(step)};
+  v["train.tokens"] = {static_cast<double>(tokens)};
+  v["train.elapsed_s"] = {elapsed_s};
+  const LoaderPosition pos = parts_.loader.position();
+  v["loader.position"] = {static_cast<double>(pos.epoch), static_cast<double>(pos.index)};
+  v["loader.seed"] = {static_cast<double>(cfg_.seed >> 32), static_cast<double>(cfg_.seed & 0xffffffffu)};
+  v["loader.instances"] = {static_cast<double>(parts_.loader.num_instances())};
+  for (const OptimizerCounters& c : parts_.optimizer.counters()) v["optim.counters." + value_key(c.name)] = as_doubles(c.values);
+  if (parts_.shadow) {
+    const std::vector<OpenRefresh> open = parts_.shadow->finish_open_refreshes();
+    // Keyed by layer and global block, so the files of several ranks never share a key.
+    for (const OpenRefresh& r : open) {
+      // By the block's index among the whole layer's (a one-rank run's index), so any sharding reads it.
+      const int block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).whole_block(r.layer, r.block);
+      const std::string key = "shadow.open." + std::to_string(r.layer) + "_" + std::to_string(block) + ".";
+      v[key + "where"] = {static_cast<double>(r.layer),    static_cast<double>(block),
+                          static_cast<double>(r.publish_step), static_cast<double>(r.job.rows),
+                          static_cast<double>(r.job.cols), static_cast<double>(static_cast<int>(r.job.status)),
+                          static_cast<double>(r.job.left_newton_done), static_cast<double>(r.job.right_newton_done)};
+      v[key + "left_root"] = r.job.left_root;
+      v[key + "right_root"] = r.job.right_root;
+      put_bases(v, key, r.job);
+      if (r.job.change >= 0) v[key + "change"] = {r.job.change};   // runtime.coherence.tolerance
+    }
+    // The coherence registry, per block by its whole-layer index as above: adopted and newest
+    // version, and the step the adopted one was computed from.
+    if (const Coherence* c = parts_.shadow->coherence()) {
+      const auto& opt = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
+      for (int l = 0; l < opt.num_layers(); ++l)
+        for (int b = 0; b < static_cast<int>(opt.blocks(l).size()); ++b) {
+          const BlockVersions& bv = c->registry().block(c->index(l, b));
+          v["coherence." + std::to_string(l) + "_" + std::to_string(opt.whole_block(l, b))] = {
+              static_cast<double>(bv.adopted), static_cast<double>(bv.newest), static_cast<double>(bv.adopted_step)};
+        }
+      // The versions the owners dropped and continue from (ShadowPipeline::kept_versions).
+      for (const KeptVersion& k : parts_.shadow->kept_versions()) {
+        const int block = opt.whole_block(k.layer, k.block);
+        const std::string key = "shadow.kept." + std::to_string(k.layer) + "_" + std::to_string(block) + ".";
+        v[key + "where"] = {static_cast<double>(k.layer), static_cast<double>(block), static_cast<double>(k.version.rows),
+                            static_cast<double>(k.version.cols)};
+        put_bases(v, key, k.version);
+      }
+    }
+  }
+  pending_ = manifest_for(step, tokens, elapsed_s);
+}
+
+Manifest Checkpointer::manifest_for(int64_t step, int64_t tokens, double elapsed_s) const {
+  Manifest m;
+  m.step = step;
+  m.tokens = tokens;
+  m.world_size = sharded() ? parts_.sharding->group_size() : 1;   // the files: one per writing rank
+  m.elapsed_s = elapsed_s;
+  m.config = config_to_yaml(cfg_);
+  m.config_hash = text_xxh3(m.config);
+  m.data = data_;
+  return m;
+}
+
+void Checkpointer::write_and_commit() {
+  Timer t;
+  const std::string dir = commit_checkpoint(root(), pending_, [&](const std::string& tmp) {
+    write_image((fs::path(tmp) / rank_file_name(0)).string(), image_,
+                async_ ? ImageSource() : ImageSource([this](size_t i) { return live(i); }));
+    return std::vector<std::string>{rank_file_name(0)};
+  });
+  size_t bytes = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) bytes += e.file_size();
+  apply_retention(root(), cfg_.checkpoint.keep, cfg_.checkpoint.keep_every);
+  writer_->write_s = t.seconds();
+  writer_->bytes = bytes;
+}
+
+void Checkpointer::finish() {
+  if (plan_ops_.copy_pending) copy_and_start_writer();   // no step came to copy it
+  writer_->join();
+  if (shard_write_.pending) {
+    writer_->done = false;
+    publish_sharded();   // collective: every rank of the group is here too (see the header)
+    return;
+  }
+  if (writer_->done.exchange(false)) {
+    times_.write_s = writer_->write_s;
+    times_.bytes = writer_->bytes;
+  }
+  if (writer_->error) {
+    std::exception_ptr e = writer_->error;
+    writer_->error = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+void Checkpointer::save(int64_t step, int64_t tokens, double elapsed_s, bool more_steps) {
+  Timer hold;
+  finish();   // the previous write, and its error
+  lay_out();
+  if (!decided_) {
+    decided_ = true;
+    size_t bytes = 0;
+    for (size_t n : sizes_) bytes += n * sizeof(float);
+    const double available = static_cast<double>(available_memory_bytes());
+    if (async_ && available > 0 && static_cast<double>(bytes) > 0.5 * available) {
+      std::fprintf(stderr, "asteria-train: note: checkpoint.async: a copy of the state (%.2f GiB) would take more than "
+                   "half the memory available (%.2f GiB); checkpoints are written in the step, from the state itself\n",
+                   bytes / 1073741824.0, available / 1073741824.0);
+      async_ = false;
+    }
+  }
+  capture_values(step, tokens, elapsed_s);
+  if (sharded()) {
+    save_sharded(step, more_steps);
+    times_.hold_s += hold.seconds();
+    return;
+  }
+  if (async_) {
+    plan_ops_.copy_pending = true;
+    if (!more_steps) copy_and_start_writer();
+  } else {
+    try {
+      write_and_commit();
+    } catch (...) {
+      writer_->error = std::current_exception();
+    }
+    writer_->done = true;
+    finish();
+  }
+  times_.hold_s += hold.seconds();
+}
+
+void Checkpointer::save_sharded(int64_t step, bool more_steps) {
+  Communicator& group = parts_.sharding->group();
+  const std::string what = "the checkpoint of step " + std::to_string(step);
+  // 1. The temporary directory, made and named by the group's first rank.
+  char tmp[1024] = {};
+  if (group.rank() == 0) {
+    try {
+      const std::string dir = make_checkpoint_tmp(root(), step);
+      ASTERIA_CHECK(dir.size() < sizeof tmp, "checkpoint directory name too long: ", dir);
+      std::memcpy(tmp, dir.c_str(), dir.size());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "asteria-train: error: %s\n", e.what());
+    }
+  }
+  Request r = group.broadcast(tmp, sizeof tmp, 0, "broadcast of " + what + "'s directory");
+  group.wait(r);
+  if (!tmp[0]) fail(what, ": the first rank could not create its directory under ", root());
+  shard_write_ = ShardWrite{};
+  shard_write_.dir = tmp;
+  shard_write_.step = step;
+  shard_write_.pending = true;
+  Timer t;
+  if (async_) {
+    // 2. Its file, on the checkpoint thread from the image (copied in the next step); 3. and 4.
+    // at the step boundary where every rank has written (see the header).
+    plan_ops_.copy_pending = true;
+    if (!more_steps) copy_and_start_writer();
+    return;
+  }
+  write_rank_file();
+  shard_write_.write_s = t.seconds();
+  publish_sharded();
+}
+
+void Checkpointer::write_rank_file() {
+  // 2. This rank's file, fsynced and checksummed; a failure is reported to the whole group in
+  // publish_sharded(), never thrown alone (the others would wait for this rank).
+  const std::string file = (fs::path(shard_write_.dir) / rank_file_name(parts_.sharding->group_rank())).string();
+  try {
+    write_image(file, image_, async_ ? ImageSource() : ImageSource([this](size_t i) { return live(i); }));
+    fsync_path(file);
+    shard_write_.hash = std::strtoull(file_xxh3(file).c_str(), nullptr, 16);
+    shard_write_.bytes = fs::file_size(file);
+  } catch (const std::exception& e) {
+    shard_write_.error = e.what();
+  }
+}
+
+void Checkpointer::publish_sharded() {
+  Communicator& group = parts_.sharding->group();
+  const int me = group.rank(), n = group.size();
+  shard_write_.pending = false;
+  const std::string what = "the checkpoint of step " + std::to_string(shard_write_.step);
+  const std::string& tmp = shard_write_.dir;
+  std::string error = shard_write_.error;
+  // 3. What every rank wrote, to the first; a failed rank fails them all (nothing is published).
+  std::vector<double> table(4 * static_cast<size_t>(n), 0.0);   // per rank: failed, bytes, xxh3 high, low
+  table[4 * me] = error.empty() ? 0 : 1;
+  table[4 * me + 1] = static_cast<double>(shard_write_.bytes);
+  table[4 * me + 2] = static_cast<double>(shard_write_.hash >> 32);
+  table[4 * me + 3] = static_cast<double>(shard_write_.hash & 0xffffffffu);
+  Request r = group.all_reduce(table.data(), table.size(), "all_reduce of " + what + "'s files");
+  group.wait(r);
+  for (int k = 0; k < n; ++k)
+    if (table[4 * k] != 0) {
+      if (me == 0) fs::remove_all(tmp);
+      fail(what, ": rank ", k, " of the shard group could not write its file", error.empty() ? "" : ": " + error);
+    }
+  // 4. The first rank publishes: rename, manifest, retention.
+  double published = 1;
+  if (me == 0) {
+    try {
+      Manifest m = pending_;
+      for (int k = 0; k < n; ++k) {
+        char hex[17];
+        const uint64_t h = (static_cast<uint64_t>(table[4 * k + 2]) << 32) | static_cast<uint64_t>(table[4 * k + 3]);
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+        m.files.push_back({rank_file_name(k), static_cast<uint64_t>(table[4 * k + 1]), hex});
+      }
+      publish_checkpoint(root(), tmp, m);
+      apply_retention(root(), cfg_.checkpoint.keep, cfg_.checkpoint.keep_every);
+    } catch (const std::exception& e) {
+      error = e.what();
+      published = 0;
+    }
+  }
+  r = group.broadcast(&published, sizeof published, 0, "broadcast of whether " + what + " was published");
+  group.wait(r);
+  if (published == 0) fail(what, ": the first rank could not publish it", error.empty() ? "" : ": " + error);
+  times_.write_s = shard_write_.write_s;
+  times_.bytes = 0;
+  for (int k = 0; k < n; ++k) times_.bytes += static_cast<size_t>(table[4 * k + 1]);
+}
+
+bool Checkpointer::shard_written() const {
+  return shard_write_.pending && !plan_ops_.copy_pending && writer_->done;
+}
+
+CheckpointTimes Checkpointer::take_times() {
+  // A write that ended since (not a sharded one: its publishing is collective, done at a step
+  // boundary every rank of the group agrees on).
+  if (!shard_write_.pending && writer_->done && writer_->thread.joinable()) finish();
+  CheckpointTimes t = times_;
+  times_ = CheckpointTimes{};
+  return t;
+}
+
+ResumePoint Checkpointer::restore(const std::string& dir) {
+  const Manifest m = read_manifest((fs::path(dir) / "manifest.json").string());
+  // The rank files in rank order (their tensors are in global form: any world size reads them).
+  const std::vector<std::string> files = checkpoint_rank_files(dir, m);
+  const std::string& file = files.front();
+  verify_files(dir, m);
+  lay_out();
+  check_image(files, image_);   // every tensor's shape and every value, before anything changes
+  const auto value = [&](const std::string& name, size_t n) -> const std::vector<double>& {
+    return image_value(image_, name, n, file);
+  };
+  const auto get_bases = [&](const std::string& key, RefreshJob& job) {
+    job.left_basis = value(key + "left_basis", 0);
+    job.right_basis = value(key + "right_basis", 0);
+    from_doubles(value(key + "left_perm", 0), job.left_perm);
+    from_doubles(value(key + "right_perm", 0), job.right_perm);
+  };
+  const int64_t step = static_cast<int64_t>(value("train.step", 1)[0]);
+  if (step != m.step) fail(file, ": holds step ", step, ", its manifest says ", m.step);
+  const std::vector<double>& pos = value("loader.position", 2);
+  if (static_cast<uint64_t>(value("loader.instances", 1)[0]) != parts_.loader.num_instances())
+    fail(file, ": the loader served ", value("loader.instances", 1)[0], " instances per epoch, this run has ",
+         parts_.loader.num_instances());
+  std::vector<OptimizerCounters> counters;
+  for (const auto& [name, vals] : image_.values)
+    if (name.rfind("optim.counters.", 0) == 0) {
+      std::string key = name.substr(15);
+      for (char& c : key)
+        if (c == ':') c = '/';
+      counters.push_back({key, {vals.begin(), vals.end()}});
+    }
+  std::vector<OpenRefresh> open;
+  std::vector<KeptVersion> kept;
+  if (parts_.shadow) {
+    for (const auto& [name, where] : image_.values) {
+      if (name.rfind("shadow.open.", 0) != 0 || name.size() < 6 || name.compare(name.size() - 6, 6, ".where") != 0) continue;
+      const std::string key = name.substr(0, name.size() - 5);   // "shadow.open.<layer>_<block>."
+      const std::vector<double>& w = value(key + "where", 8);
+      OpenRefresh r;
+      r.layer = static_cast<int>(w[0]);
+      r.block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).own_block(r.layer, static_cast<int>(w[1]));
+      if (r.block < 0) continue;   // another rank's block (a sharded run)
+      r.publish_step = static_cast<int64_t>(w[2]);
+      r.job.rows = static_cast<int64_t>(w[3]);
+      r.job.cols = static_cast<int64_t>(w[4]);
+      r.job.status = static_cast<matfn::Status>(static_cast<int>(w[5]));
+      r.job.left_newton_done = w[6] != 0;
+      r.job.right_newton_done = w[7] != 0;
+      r.job.left_root = value(key + "left_root", 0);
+      r.job.right_root = value(key + "right_root", 0);
+      get_bases(key, r.job);
+      if (image_.values.count(key + "change")) r.job.change = value(key + "change", 1)[0];
+      open.push_back(std::move(r));
+    }
+    // Kept versions matter only where versions are dropped (with replicas); elsewhere the next
+    // refresh starts from the installed state, as every refresh does there.
+    if (parts_.shadow->coherence())
+      for (const auto& [name, where] : image_.values) {
+        if (name.rfind("shadow.kept.", 0) != 0 || name.compare(name.size() - 6, 6, ".where") != 0) continue;
+        const std::string key = name.substr(0, name.size() - 5);   // "shadow.kept.<layer>_<block>."
+        const std::vector<double>& w = value(key + "where", 4);
+        KeptVersion k;
+        k.layer = static_cast<int>(w[0]);
+        k.block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).own_block(k.layer, static_cast<int>(w[1]));
+        if (k.block < 0) continue;
+        k.version.rows = static_cast<int64_t>(w[2]);
+        k.version.cols = static_cast<int64_t>(w[3]);
+        get_bases(key, k.version);
+        kept.push_back(std::move(k));
+      }
+  } else if (std::any_of(image_.values.begin(), image_.values.end(),
+                         [](const auto& v) { return v.first.rfind("shadow.open.", 0) == 0; })) {
+    fail(file, ": holds refreshes in flight of runtime.mode asteria; resume it in asteria mode");
+  }
+  // Everything checked: now the run changes.
+  parts_.optimizer.restore_counters(counters);
+  const int layers = parts_.model.num_layers();
+  read_tensors(files, image_, [&](size_t i, const float* data) {
+    if (i < static_cast<size_t>(layers))
+      std::memcpy(params(static_cast<int>(i)), data, sizes_[i] * sizeof(float));
+    else
+      parts_.tiers.copy_in(static_cast<int>(i) - layers, data);
+  });
+  parts_.loader.restore({static_cast<uint64_t>(pos[0]), static_cast<uint64_t>(pos[1])});
+  if (parts_.shadow) {
+    parts_.shadow->restore_open_refreshes(open);
+    parts_.shadow->restore_kept_versions(kept);
+  }
+  // The coherence registry of this run's blocks, where the checkpoint has one (a checkpoint of a
+  // run without replicas has none: the registry starts afresh).
+  if (Coherence* c = parts_.shadow ? parts_.shadow->coherence() : nullptr) {
+    const auto& opt = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
+    for (int l = 0; l < opt.num_layers(); ++l)
+      for (int b = 0; b < static_cast<int>(opt.blocks(l).size()); ++b) {
+        const auto it = image_.values.find("coherence." + std::to_string(l) + "_" + std::to_string(opt.whole_block(l, b)));
+        if (it == image_.values.end()) continue;
+        ASTERIA_CHECK(it->second.size() == 3, file, ": ", it->first, " holds ", it->second.size(), " values, not 3");
+        c->registry().set_block(c->index(l, b), {static_cast<int64_t>(it->second[0]), static_cast<int64_t>(it->second[1]),
+                                                 static_cast<int64_t>(it->second[2])});
+      }
+  }
+  return {step, value("train.elapsed_s", 1)[0], dir};
+}
+
+std::string resolve_resume(const Config& cfg) {
+  const std::string& r = cfg.checkpoint.resume;
+  if (r.empty()) return "";
+  if (r == "latest") {
+    const auto latest = latest_checkpoint((fs::path(cfg.run.dir) / "checkpoints").string());
+    return latest ? latest->dir : "";
+  }
+  if (!fs::is_directory(r)) fail("checkpoint.resume: '", r, "' is not a checkpoint directory");
+  return r;
+}
+
+}  // namespace asteria

@@ -1,0 +1,179 @@
+#include "train/estimates/memory_estimate.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <vector>
+#include <limits>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "model/model.hpp"
+#include "optim/blocks.hpp"
+#include "train/estimates/flops.hpp"
+#include "optim/optimizer_factory.hpp"
+#include "train/tier_config.hpp"
+#include "train/estimates/world_plan.hpp"
+
+namespace asteria {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %s", b, units[u]);
+  return buf;
+}
+
+namespace {
+
+// A refresh job of a rows x cols block: both factors and both bases (or roots) in fp64.
+double refresh_job_bytes(int64_t rows, int64_t cols) {
+  return 2.0 * sizeof(double) * static_cast<double>(rows * rows + cols * cols);
+}
+
+// dsyevd's workspace for one n x n side (work 1 + 6n + 2n^2 doubles) and the eigenvalues and
+// matrix copy around it.
+double eigh_workspace_bytes(int64_t n) {
+  return sizeof(double) * (3.0 * static_cast<double>(n * n) + 8.0 * static_cast<double>(n));
+}
+
+double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tables) {
+  if (cfg.optim.name == "adamw") return 0;
+  double largest_grad = 0, largest_ws = 0;
+  std::vector<double> jobs;
+  for (int l = 0; l < static_cast<int>(tables.size()); ++l)
+    for (const MatrixBlock& b : layer_blocks(l, tables[l], cfg.optim.max_preconditioner_dim,
+                                             cfg.optim.precondition_embeddings)) {
+      jobs.push_back(refresh_job_bytes(b.rows, b.cols));
+      largest_grad = std::max(largest_grad, static_cast<double>(b.rows * b.cols) * sizeof(float));
+      largest_ws = std::max(largest_ws, eigh_workspace_bytes(std::max(b.rows, b.cols)));
+    }
+  if (jobs.empty()) return 0;
+  std::sort(jobs.begin(), jobs.end(), std::greater<>());
+  const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
+  double bytes = threads * (jobs[0] + largest_grad + largest_ws);
+  if (cfg.runtime.mode == "asteria") {
+    // The shadow pipeline's jobs in flight: a synchronous refresh holds one while it runs; after
+    // the warm-up each refresh is open for D + 1 steps, so (D + 1) steps' worth of refreshes (a
+    // tenth of the blocks per step when staggered over F = 10, all of them at once when not),
+    // counted as the largest blocks'.
+    bytes += cfg.runtime.shadow.threads * largest_ws + jobs[0];
+    const int64_t sync_steps = cfg.runtime.shadow.sync_steps >= 0 ? cfg.runtime.shadow.sync_steps : cfg.train.warmup_steps;
+    if (sync_steps < cfg.train.steps) {
+      const int64_t n = static_cast<int64_t>(jobs.size()), F = cfg.optim.precondition_frequency;
+      const int64_t per_step = cfg.runtime.staggered() ? (n + F - 1) / F : n;
+      const int64_t open = std::min(n, (cfg.runtime.shadow.delay + 1) * per_step);
+      for (int64_t i = 0; i < open; ++i) bytes += jobs[i];
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+MemoryEstimate process_memory(const Config& cfg) {
+  MemoryEstimate m;
+  const std::vector<ParamTable> tables = model_param_tables(cfg.model);
+  const ParamCounts pc = count_params(cfg.model);
+  m.params = m.grads = static_cast<double>(pc.total) * sizeof(float);
+  const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, tables);
+  const TierLayout layout = configured_tier_layout(cfg);
+  double on_disk = 0;
+  for (const auto& by_tier : layout.by_class) on_disk += static_cast<double>(by_tier[static_cast<int>(Tier::Disk)]);
+  m.optimizer_on_disk = on_disk;
+  m.optimizer = static_cast<double>(ob.total()) - on_disk + static_cast<double>(layout.device_cache_bytes);
+  if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
+  m.refresh_work = refresh_work_bytes(cfg, tables);
+  // runtime.backend cuda: gradients, activations and the device tier's optimizer state live in
+  // device memory; the host holds the parameters as the run's image (train/device_training.hpp)
+  // and the host tier's homes (pinned).
+  if (cfg.runtime.backend == "cuda") {
+    m.grads = m.activations = 0;
+    m.optimizer = 0;
+    for (const auto& by_tier : layout.by_class) m.optimizer += static_cast<double>(by_tier[static_cast<int>(Tier::Host)]);
+  }
+  return m;
+}
+
+MemoryEstimate device_memory(const Config& cfg) {
+  MemoryEstimate m;
+  m.params = m.grads = static_cast<double>(count_params(cfg.model).total) * sizeof(float);
+  const TierLayout layout = configured_tier_layout(cfg);
+  m.optimizer = static_cast<double>(layout.device_home_bytes + layout.device_cache_bytes);
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
+  return m;
+}
+
+void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t free_bytes, const std::string& device) {
+  if (need.total() <= static_cast<double>(free_bytes)) return;
+  fail(cfg.source, ": this run needs about ", human_bytes(need.total()), " of memory on ", device, " (params ",
+       human_bytes(need.params), ", grads ", human_bytes(need.grads), ", the device tier's optimizer state ",
+       human_bytes(need.optimizer), ", activations ", human_bytes(need.activations), ") but it has ",
+       human_bytes(static_cast<double>(free_bytes)),
+       " free. Lower runtime.tiers.device.bytes (the rest of the optimizer state then lives in pinned host memory or "
+       "on the disk tier), lower train.micro_batch (raising train.grad_accum keeps the batch), or turn on "
+       "train.activation_checkpointing; `--dry-run` shows the estimate");
+}
+
+MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node) {
+  Config c = cfg;
+  c.distributed.world_size = world;
+  c.distributed.ranks_per_node = ranks_per_node;
+  const WorldPlan plan = plan_world(c);
+  MemoryEstimate m;
+  for (const RankFigures& r : plan.ranks) {
+    if (static_cast<double>(r.total_bytes()) <= m.total()) continue;
+    m.params = static_cast<double>(r.param_bytes);
+    m.grads = static_cast<double>(r.grad_bytes);
+    m.optimizer = static_cast<double>(r.optim.total() + r.comm_buffer_bytes);
+    m.activations = static_cast<double>(r.activation_bytes);
+  }
+  return m;
+}
+
+uint64_t available_memory_bytes() {
+  // Line by line: not every line of /proc/meminfo has a unit.
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+  std::fclose(f);
+  return static_cast<uint64_t>(kib) * 1024;
+}
+
+uint64_t memory_limit_bytes(const Config& cfg, int ranks_on_machine) {
+  const std::string& limit = cfg.runtime.memory_limit;
+  if (limit != "auto") return parse_byte_size(limit);
+  const uint64_t available = available_memory_bytes();
+  if (available == 0) return std::numeric_limits<uint64_t>::max();
+  return available / static_cast<uint64_t>(ranks_on_machine > 0 ? ranks_on_machine : 1);
+}
+
+void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_machine) {
+  const uint64_t limit = memory_limit_bytes(cfg, ranks_on_machine);
+  if (limit == std::numeric_limits<uint64_t>::max() || need.total() <= static_cast<double>(limit)) return;
+  std::ostringstream os;
+  os << cfg.source << ": this run needs about " << human_bytes(need.total()) << " of memory per process (params "
+     << human_bytes(need.params) << ", grads " << human_bytes(need.grads) << ", optimizer state in memory "
+     << human_bytes(need.optimizer) << ", activations " << human_bytes(need.activations);
+  if (need.refresh_work > 0) os << ", refresh buffers " << human_bytes(need.refresh_work);
+  os << ") but may use "
+     << human_bytes(static_cast<double>(limit)) << " (runtime.memory_limit " << cfg.runtime.memory_limit;
+  if (cfg.runtime.memory_limit == "auto")
+    os << ": MemAvailable of /proc/meminfo" << (ranks_on_machine > 1 ? " over " + std::to_string(ranks_on_machine) + " ranks" : "");
+  os << "). Put optimizer state on the disk tier (runtime.mode asteria with runtime.tiers budgets), lower "
+        "train.micro_batch, or shard it over more ranks; `--dry-run` shows the estimate";
+  fail(os.str());
+}
+
+}  // namespace asteria

@@ -1,0 +1,58 @@
+#pragma once
+// What a training process of a config holds in memory, and the startup check against the
+// machine's (runtime.memory_limit): a run that cannot fit is refused with the figures before it
+// allocates anything, instead of being killed by the kernel part way.
+//
+// The estimate is the --dry-run's: fp32 parameters and gradients, the optimizer state the tiers
+// keep in memory (the device and host tiers' homes and the device cache region; what is homed on
+// the disk tier is not counted), the rest of the optimizer's buffers, and the activations of one
+// micro-batch. With W ranks it is one rank's (train/estimates/world_plan.hpp), times the ranks sharing the
+// machine.
+#include <cstdint>
+#include <string>
+
+#include "config/config.hpp"
+
+namespace asteria {
+
+struct MemoryEstimate {
+  double params = 0, grads = 0;
+  double optimizer = 0;          // in memory (device + host tiers, device cache, buffers)
+  double optimizer_on_disk = 0;  // homed on the disk tier (not counted)
+  double activations = 0;
+  // Working buffers of the second-order refreshes: each compute thread's (the largest block's
+  // factors and bases in fp64, its eigensolver workspace, one gradient block), the shadow
+  // workers' workspaces, and in asteria mode the shadow pipeline's jobs in flight (one while a
+  // synchronous refresh runs; after runtime.shadow.sync_steps, D + 1 steps' worth of refreshes).
+  double refresh_work = 0;
+  double total() const { return params + grads + optimizer + activations + refresh_work; }
+};
+
+// One process of a single-process run.
+MemoryEstimate process_memory(const Config& cfg);
+// The largest rank of a launch of `world` ranks, `ranks_per_node` to a node (world > 1).
+MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node);
+
+// What one GPU holds with runtime.backend cuda (each rank's, with several): fp32 parameters and
+// gradients, the device tier's optimizer state (its homes and cache region) and the activations
+// of one micro-batch (refresh_work 0: the device's scratch is not counted).
+MemoryEstimate device_memory(const Config& cfg);
+// Throws asteria::Error, naming the config, the device, the bytes needed by part and the device's
+// free bytes, when `need` exceeds them: the startup check of a GPU run, before it allocates.
+void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t free_bytes, const std::string& device);
+
+// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
+uint64_t available_memory_bytes();
+
+// runtime.memory_limit in bytes for a process on a machine shared by `ranks_on_machine` ranks:
+// auto: available_memory_bytes() / ranks (UINT64_MAX when unknown); unlimited: UINT64_MAX.
+uint64_t memory_limit_bytes(const Config& cfg, int ranks_on_machine);
+
+// Throws asteria::Error, naming the config, the bytes needed by part and the limit, when
+// `need` exceeds the limit.
+void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_machine);
+
+// "1.50 GiB".
+std::string human_bytes(double bytes);
+
+}  // namespace asteria
