@@ -18,6 +18,7 @@
 #include "comm/topology.hpp"
 #include "config/config.hpp"
 #include "train/estimates/dry_run.hpp"
+#include "train/plan_description.hpp"
 #include "train/trainer.hpp"
 
 int main(int argc, char** argv) {

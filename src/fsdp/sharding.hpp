@@ -33,6 +33,8 @@
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "core/step_metrics.hpp"
+#include "runtime/executor.hpp"
 #include "comm/communicator.hpp"
 #include "fsdp/shard_layout.hpp"
 #include "comm/topology.hpp"
@@ -99,6 +101,10 @@ class Sharding {
   void sum_over_group(double* data, size_t count, const std::string& label);
   // Bytes this rank sent in collectives since the last call.
   CommBytes take_bytes();
+  // The step's gradient and parameter collectives (sharding_metrics.cpp), when there are any:
+  // each rank's comm lane time, its compute lane's wait for them, the bytes it moved. Takes the
+  // byte counts every step (take_bytes), recorded or not.
+  void record_metrics(StepMetrics& metrics, const Executor& executor);
 
  private:
   std::string mode_;

@@ -31,6 +31,8 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "core/step_metrics.hpp"
+#include "runtime/executor.hpp"
 #include "optim/blocks.hpp"
 #include "optim/preconditioner.hpp"
 #include "runtime/coherence_registry.hpp"
@@ -77,6 +79,10 @@ class Coherence {
 
   CoherenceTraffic take_traffic();
   VersionChanges take_changes();
+  // The step's coherence figures (coherence_metrics.cpp): bytes each rank sent (summed), the
+  // versions shipped and skipped (counted by one replica per replica group), the comm lane's
+  // time in the syncs and the staleness of rank 0's group at `step`.
+  void record_metrics(StepMetrics& metrics, const Executor& executor, int64_t step);
 
   // Bytes of a version's payload (fp32 bases, roots and permutations) for a block of this size
   // and algorithm; the control message is kControlBytes.

@@ -142,6 +142,10 @@ class ShadowPipeline final : public RefreshPolicy {
   Coherence* coherence() const { return coherence_; }
   // Refreshes this rank computed (with coherence: those of the blocks it owns).
   int64_t computed() const { return computed_; }
+  // The step's pipeline figures (shadow_metrics.cpp): stalls, refreshes in flight and published,
+  // the staging lane's snapshot time, the compute lane's root jobs (no workers), and every rank's
+  // count of refreshes computed so far.
+  void record_metrics(StepMetrics& metrics, const Executor& executor);
 
   // Checkpoints, between steps. finish_open_refreshes computes every open refresh to the end
   // (waits for the workers; on the compute lane runs the parts not run yet, on this thread:

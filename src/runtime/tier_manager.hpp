@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/step_metrics.hpp"
 #include "optim/optimizer.hpp"
 #include "runtime/disk_tier_file.hpp"
 #include "runtime/executor.hpp"
@@ -51,6 +52,9 @@ class TierManager {
   // The counters since the last call; also re-derives the device bytes from which state
   // tensors are bound and asserts they agree with the moves' accounting and the budget.
   TierStats take_stats();
+  // The step's tier figures (tier_bytes, tier_moved_bytes, tier_stall_s, ...; rank 0's in the
+  // record), taken from take_stats and the executor's times of the tier ops (tier_metrics.cpp).
+  void record_metrics(StepMetrics& metrics, const Executor& executor);
   bool layer_resident(int layer) const { return missing_[layer].load() == 0; }
   // Checkpoints: the contents of state `id` (layout().states order) wherever it lives now, and
   // back, from and into host memory. Between steps, or on the staging lane (no tier op in

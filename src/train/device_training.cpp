@@ -93,6 +93,11 @@ class CudaTraining final : public DeviceTraining {
   }
   double last_ce_loss() const override { return model_.last_ce_loss(); }
   double last_z_loss() const override { return model_.last_z_loss(); }
+  double eval_loss(const int32_t* inputs, const int32_t* targets) override {
+    model_.set_batch(inputs, targets);
+    for (int l = 0; l < model_.num_layers(); ++l) forward(l);
+    return model_.last_ce_loss();
+  }
 
   double grad_sum_of_squares(int l) override { return cuda::sum_of_squares(model_.grads(l), model_.table(l).numel); }
   float* grads(int l) override { return model_.grads(l); }

@@ -37,6 +37,7 @@
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/second_order.hpp"
+#include "train/training_target.hpp"
 
 namespace asteria {
 
@@ -44,7 +45,7 @@ struct Config;
 
 class Backend;
 
-class DeviceTraining {
+class DeviceTraining : public TrainingTarget {
  public:
   virtual ~DeviceTraining() = default;
 
@@ -53,29 +54,13 @@ class DeviceTraining {
   // 989e12, A100 312e12, B200 2250e12, L40S 362e12), else 0: the reference of the mfu metric.
   virtual double dense_bf16_peak_flops() const = 0;
 
-  // The model's contract (model.hpp), run on the device. Every op returns when the device has
-  // run it (so the plan's op times are the device's).
-  virtual void set_batch(const int32_t* inputs, const int32_t* targets) = 0;
-  virtual double forward(int l) = 0;
-  virtual void recompute(int l) = 0;
-  virtual void backward(int l, double grad_scale) = 0;
-  virtual double last_ce_loss() const = 0;
-  virtual double last_z_loss() const = 0;
+  // The model, its gradients and the optimizer's step run on the device (TrainingTarget's
+  // contract); download() and download_params() copy the device's parameters and the
+  // optimizer's counters back into the host image.
 
-  // Layer l's gradient: its sum of squares (the grad_norm op; returns once on the host), and the
-  // optimizer's step of layer l with it, which then zeroes it (as the CPU's optim_step does).
-  virtual double grad_sum_of_squares(int l) = 0;
-  // Layer l's gradient in device memory (table(l).numel floats), complete once backward(l)
-  // returned: what the replicas' all-reduce sums in place.
-  virtual float* grads(int l) = 0;
-  virtual void optim_step(int l, float grad_scale, double lr, int64_t step) = 0;
-
-  // The image's parameters and the optimizer's counters onto the device, and back into the
-  // image; each returns when the copy is complete.
+  // The image's parameters and the optimizer's counters onto the device; returns when the copy
+  // is complete.
   virtual void upload() = 0;
-  virtual void download() = 0;
-  // Only the parameters back into the image (what the replicas' bit check hashes).
-  virtual void download_params() = 0;
   // The device (the tier manager allocates and copies the optimizer state with it).
   virtual Backend& backend() = 0;
   // The optimizer whose state tensors the tier manager binds to device memory: the
@@ -84,8 +69,6 @@ class DeviceTraining {
   // The optimizer that steps on the device when it is a second-order one (the shadow pipeline
   // snapshots and publishes its blocks), else null.
   virtual SecondOrderOptimizer* second_order() = 0;
-  // Energy the device used since its driver loaded (NVML), when it has the counter.
-  virtual std::optional<double> energy_j() const = 0;
 };
 
 // Allocates the device side (upload() fills it). Throws, naming the reason, when this build has

@@ -115,4 +115,9 @@ void OptimizerStepOps::optimizer(PlanBuilder& b, int layer) {
   b.add(std::move(op));
 }
 
+void add_step_contributors(PlanBuilder& builder, const StepContributors& parts) {
+  for (PlanContributor* c : {parts.checkpoint, parts.model, parts.sharding, parts.shadow, parts.tiers, parts.optimizer})
+    if (c) builder.add_contributor(c);
+}
+
 }  // namespace asteria

@@ -41,4 +41,20 @@ class OptimizerStepOps final : public PlanContributor {
   int deferred_ = -1;   // a reduced layer whose grad_norm waits for the next backward
 };
 
+// The contributors of one step, in the order they add their ops at each hook of the builder.
+// The order is the plan's: an async checkpoint's copy comes first (it precedes every tier move
+// on the staging lane); the comm lane's gathers and reductions follow the model's ops and
+// precede the optimizer's; the shadow pipeline's publish_wait(l) and the tiers' tier_wait(l)
+// precede optim_step(l). Null members are absent (no checkpoints, one rank, native mode, ...).
+// Both the trainer and --print-plan assemble their plans with add_step_contributors.
+struct StepContributors {
+  PlanContributor* checkpoint = nullptr;
+  PlanContributor* model = nullptr;
+  PlanContributor* sharding = nullptr;
+  PlanContributor* shadow = nullptr;
+  PlanContributor* tiers = nullptr;
+  PlanContributor* optimizer = nullptr;
+};
+void add_step_contributors(PlanBuilder& builder, const StepContributors& parts);
+
 }  // namespace asteria

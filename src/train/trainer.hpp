@@ -61,7 +61,5 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The plan of one step, as text (for --print-plan); needs no data.
-std::string describe_step_plan(const Config& cfg, int64_t step);
 
 }  // namespace asteria

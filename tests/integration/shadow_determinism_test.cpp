@@ -8,6 +8,7 @@
 #include <regex>
 #include <nlohmann/json.hpp>
 
+#include "train/plan_description.hpp"
 #include "trainer_runs.hpp"
 
 using namespace asteria;

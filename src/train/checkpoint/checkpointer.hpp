@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/step_metrics.hpp"
 #include "data/loader.hpp"
 #include "fsdp/sharding.hpp"
 #include "model/model.hpp"
@@ -88,6 +89,9 @@ class Checkpointer {
   void bind(Executor& ex);
   // The times of the last save and the last finished write, reset by the call.
   CheckpointTimes take_times();
+  // The last save's times (take_times) and this step's checkpoint ops, on the step's line
+  // (checkpoint_metrics.cpp).
+  void record_metrics(StepMetrics& metrics, const Executor& executor);
   // Sharded async: whether a checkpoint waits to be published, and whether this rank's file of
   // it is written (then finish() only publishes).
   bool shard_write_pending() const { return shard_write_.pending; }

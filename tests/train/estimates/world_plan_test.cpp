@@ -13,6 +13,7 @@
 #include "config/config.hpp"
 #include "train/estimates/dry_run.hpp"
 #include "train/checkpoint/resume_check.hpp"
+#include "train/plan_description.hpp"
 #include "train/trainer.hpp"
 #include "train/estimates/world_plan.hpp"
 

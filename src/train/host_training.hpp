@@ -1,0 +1,60 @@
+#pragma once
+// The CPU backend's TrainingTarget: the host model and the optimizer's step on this rank's part
+// of every layer (all of it, or its shards under distributed.fsdp full/hybrid).
+//
+// Sharded (ZeRO-3), the model runs on whole-layer buffers bound in flight: gather(l) fills a
+// parameter buffer from the shards and binds it, release(l) unbinds it; backward(l) binds a
+// zeroed gradient buffer (and the embedding's for the tied head), which reduce_scatter(l) sums
+// into this rank's shard and releases. The buffers come from two pools of whole layers
+// (fsdp/layer_slots.hpp) sized by the plan's prefetch distance.
+#include <memory>
+
+#include "fsdp/layer_slots.hpp"
+#include "fsdp/sharding.hpp"
+#include "model/model.hpp"
+#include "optim/optimizer.hpp"
+#include "runtime/executor.hpp"
+#include "train/training_target.hpp"
+
+namespace asteria {
+
+class HostTraining final : public TrainingTarget {
+ public:
+  // prefetch: distributed.prefetch (sharded: layers gathered ahead); timeout_s: how long a
+  // buffer may be waited for before the run is ended, naming it.
+  HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& sharding, int prefetch, double timeout_s);
+
+  // Sharded: every rank computes each whole initial layer (a pure function of the seed) and keeps
+  // its part. Whole: the model initializes itself.
+  void init(uint64_t seed);
+
+  // Sharded: the comm lane's handlers (gather, release, reduce_scatter); `micro_batches`: the
+  // reduce_scatter of the last one also reduces the shard over the replicas (hybrid).
+  void bind_sharded_ops(Executor& executor, int micro_batches);
+
+  void set_batch(const int32_t* inputs, const int32_t* targets) override { model_.set_batch(inputs, targets); }
+  double forward(int l) override { return model_.forward(l); }
+  void recompute(int l) override { model_.recompute(l); }
+  void backward(int l, double grad_scale) override;
+  double last_ce_loss() const override { return model_.last_ce_loss(); }
+  double last_z_loss() const override { return model_.last_z_loss(); }
+  float* grads(int l) override { return model_.grads(l); }
+  double grad_sum_of_squares(int l) override;
+  void optim_step(int l, float clip_scale, double lr, int64_t step) override;
+  double eval_loss(const int32_t* inputs, const int32_t* targets) override;
+  void record_metrics(StepMetrics& metrics) override;
+
+ private:
+  void gather(int l, const char* why);
+  void release(int l);
+  void bind_grad_buffer(int l);
+
+  Model<float>& model_;
+  Optimizer& optimizer_;
+  Sharding& sharding_;
+  bool tied_;
+  // Sharded: the whole-layer buffers in flight (gathered parameters, gradients being reduced).
+  std::unique_ptr<LayerSlots> param_slots_, grad_slots_;
+};
+
+}  // namespace asteria

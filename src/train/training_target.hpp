@@ -1,0 +1,53 @@
+#pragma once
+// What a training step runs the model and the optimizer's update on: the host (HostTraining:
+// the CPU model, whole or sharded over the ranks) or the device (DeviceTraining, runtime.backend
+// cuda). The step's op handlers (train/step_handlers.cpp) call only this, so they never branch
+// on the backend.
+//
+// Every call returns when its work is done (on the device: when the device has run it), so the
+// plan's op times are the work's. The gradient of a layer is complete once backward(l) of the
+// step's last micro-batch returned; optim_step(l) steps layer l with it and zeroes it for the
+// next step.
+#include <cstdint>
+#include <optional>
+
+#include "core/step_metrics.hpp"
+
+namespace asteria {
+
+class TrainingTarget {
+ public:
+  virtual ~TrainingTarget() = default;
+
+  // The model (model/model.hpp's contract).
+  virtual void set_batch(const int32_t* inputs, const int32_t* targets) = 0;
+  virtual double forward(int l) = 0;          // the mean loss when l is the head, else 0
+  virtual void recompute(int l) = 0;
+  virtual void backward(int l, double grad_scale) = 0;
+  virtual double last_ce_loss() const = 0;
+  virtual double last_z_loss() const = 0;
+
+  // Layer l's whole gradient (table(l).numel floats): what the replicas' all-reduce sums in
+  // place. Sharded runs reduce into shards instead and never call it.
+  virtual float* grads(int l) = 0;
+  // The sum of squares of the gradient this rank steps layer l with (its shard when sharded).
+  virtual double grad_sum_of_squares(int l) = 0;
+  virtual void optim_step(int l, float clip_scale, double lr, int64_t step) = 0;
+
+  // The mean cross-entropy of one eval batch (forward only, between steps).
+  virtual double eval_loss(const int32_t* inputs, const int32_t* targets) = 0;
+
+  // The host image (the trainer's model and optimizer counters) brought up to date: only the
+  // parameters (what the replicas' check hashes), or everything (before a checkpoint and at the
+  // end). The host's image is the model itself: nothing to do.
+  virtual void download_params() {}
+  virtual void download() {}
+
+  // Energy used since the device's driver loaded (NVML), when there is such a counter.
+  virtual std::optional<double> energy_j() const { return std::nullopt; }
+
+  // Figures of the step that only the target knows (fsdp buffers held, ...).
+  virtual void record_metrics(StepMetrics&) {}
+};
+
+}  // namespace asteria
