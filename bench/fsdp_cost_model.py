@@ -11,7 +11,7 @@ The model comes from the repository: the preset's numbers are read from src/mode
 and the per-layer parameter tables and shard layout are those of src/model/param_tables.cpp,
 src/fsdp/shard_layout.cpp and src/optim/blocks.cpp (split_dimension), mirrored here line for
 line (tests/bench/fsdp_cost_model_test.py checks the parameter count against
-`asteria-train --dry-run`). The collectives are those of DESIGN.md "The data flow of one
+`asteria-train --dry-run`). The collectives are those of docs/DESIGN.md "The data flow of one
 step": per micro-batch and layer, an all-gather before the forward and one before the backward
 and a reduce-scatter of the gradient after the backward; hybrid adds an all-reduce of each
 rank's gradient shard across the nodes; the global grad norm is one all-reduce. Where the SOAP
@@ -404,7 +404,7 @@ def markdown(r, a, command):
       "every node boundary, so the NIC is the slowest link (each ring passes it once per direction; "
       "several rings share it; the rings' NVLink hops carry the same bytes in its shadow, so full's "
       "NVLink column is empty).")
-    w("- Precision (DESIGN.md \"Precision\"): CUDA trains in bf16 with fp32 master weights and fp32 gradient "
+    w("- Precision (docs/DESIGN.md \"Precision\"): CUDA trains in bf16 with fp32 master weights and fp32 gradient "
       "reduction, so parameters are gathered in %s (%d bytes) and gradients reduce-scattered and all-reduced "
       "in fp32 (4 bytes); the grad norm is one fp64 per layer." % ("bf16" if s["param_bytes"] == 2 else "fp32",
                                                                    s["param_bytes"]))
@@ -414,7 +414,7 @@ def markdown(r, a, command):
       .format(s["tokens_per_step"]) %
       (m["preset"], s["micro_batch"], s["global_batch"], m["seq_len"], s["global_batch"] // s["world"],
        s["micro_batches_per_step"], s["max_preconditioner_dim"]))
-    w("- Collectives per step (DESIGN.md \"The data flow of one step\"): per micro-batch and layer, an "
+    w("- Collectives per step (docs/DESIGN.md \"The data flow of one step\"): per micro-batch and layer, an "
       "all-gather before the forward, one before the backward (every layer, the embedding and the "
       "last block too) and a reduce-scatter of the gradient after its backward; hybrid adds one "
       "all-reduce per layer of each rank's fp32 gradient shard across the nodes, once per step; one "

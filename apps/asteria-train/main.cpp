@@ -1,5 +1,6 @@
 // asteria-train: trains an OLMo-style model from a YAML config.
 //   asteria-train --config FILE.yaml [--set key=value ...] [--resume latest|DIR] [--dry-run] [--print-plan]
+//   asteria-train --print-config-reference   (docs/configuration.md)
 // Exit codes: 0 success (also train.stop_after), 1 bad input (config, data, checkpoint, command
 // line), 2 internal error, 75 stopped by SIGTERM / SIGINT / SIGUSR1 after writing a checkpoint
 // (resume with --resume latest), 76 a rank, host or link was lost (a collective that timed out
@@ -17,6 +18,7 @@
 #include "comm/mpi_communicator.hpp"
 #include "comm/topology.hpp"
 #include "config/config.hpp"
+#include "config/config_reference.hpp"
 #include "train/estimates/dry_run.hpp"
 #include "train/plan_description.hpp"
 #include "train/trainer.hpp"
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
                "validate the config, print it resolved with parameter count, memory estimate and "
                "FLOPs per token (with --set distributed.world_size=W: also the shard map, per-rank memory and "
                "comm bytes of W ranks), and exit");
+  app.add_flag_callback("--print-config-reference", [] { std::cout << asteria::config_reference_markdown(); throw CLI::Success(); },
+                        "print every config key (type, default, allowed values, meaning) as markdown: docs/configuration.md");
   app.add_flag("--print-plan", print_plan, "print the layer-execution plan of a step and exit");
   app.add_option("--plan-step", plan_step, "the step whose plan --print-plan prints")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);

@@ -1,5 +1,5 @@
 #pragma once
-// The collectives of sharded training (DESIGN.md "FSDP") behind one interface, so that the
+// The collectives of sharded training (docs/DESIGN.md "FSDP") behind one interface, so that the
 // trainer never calls MPI (or, with the CUDA backend, NCCL) itself:
 //   local  one rank: every collective is a copy or a no-op;
 //   mpi    Open MPI, nonblocking collectives (MPI_Iallgather, MPI_Ireduce_scatter_block, ...).

@@ -7,7 +7,7 @@
 // asteria::Error naming the call and the label (MPI_Test's too: a lost peer ends the wait with
 // the label instead of running into the timeout).
 //
-// Faults (a dead or stalled rank; DESIGN.md "FSDP"): no call here blocks without a timeout
+// Faults (a dead or stalled rank; docs/DESIGN.md "FSDP"): no call here blocks without a timeout
 // while the job runs. Collectives are nonblocking and Communicator::wait gives up after
 // distributed.timeout_s with an Error naming the label (op and layer); the blocking
 // MPI_Comm_split / MPI_Comm_split_type are preceded by a barrier that has the timeout. The

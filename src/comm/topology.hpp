@@ -1,5 +1,5 @@
 #pragma once
-// World = nodes x ranks_per_node (DESIGN.md "FSDP"). The nodes are the hosts the ranks run on
+// World = nodes x ranks_per_node (docs/DESIGN.md "FSDP"). The nodes are the hosts the ranks run on
 // (each rank's hostname, gathered at startup): node k is the k-th distinct host in rank order,
 // and a rank's local rank is its place among the ranks of its host, so any placement of ranks on
 // hosts works (by slot or round-robin). distributed.ranks_per_node overrides it (one machine

@@ -325,7 +325,7 @@ Config read_tree(YAML::Node root, const std::string& source,
   }
   // Asteria mode staggers the refreshes unless told not to; native keeps the reference schedule.
   if (cfg.runtime.stagger == "auto") cfg.runtime.stagger = cfg.runtime.mode == "asteria" ? "true" : "false";
-  // The GPU computes its GEMMs on bf16 operands (DESIGN.md "Precision"); the CPU in fp32.
+  // The GPU computes its GEMMs on bf16 operands (docs/DESIGN.md "Precision"); the CPU in fp32.
   if (cfg.runtime.precision == "auto") cfg.runtime.precision = cfg.runtime.backend == "cuda" ? "bf16" : "fp32";
   if (cfg.runtime.precision == "bf16" && cfg.runtime.backend != "cuda")
     fail(source, ": runtime.precision bf16 needs runtime.backend cuda (the CPU backend computes in fp32)");

@@ -81,7 +81,7 @@ struct TiersConfig {
   int prefetch_distance = 2;    // layers of the optimizer order prefetched ahead of use
 };
 
-// Replicated optimizer state (runtime/coherence.hpp, DESIGN.md "Runtime subsystems"): in
+// Replicated optimizer state (runtime/coherence.hpp, docs/DESIGN.md "Runtime subsystems"): in
 // asteria mode with replicas, each block's refreshes run on one owner and its versions are
 // shipped to the others by this rule.
 struct CoherenceConfig {
@@ -135,7 +135,7 @@ struct DistributedConfig {
   double timeout_s = 300;       // a collective not done by then ends the job, naming it
 };
 
-// Checkpoints (train/checkpoint/checkpoint_store.hpp, DESIGN.md "Checkpoints").
+// Checkpoints (train/checkpoint/checkpoint_store.hpp, docs/DESIGN.md "Checkpoints").
 struct CheckpointConfig {
   int64_t every = 0;            // steps between checkpoints; 0 = only at the end of training
   int keep = 3;                 // the newest K are kept ...

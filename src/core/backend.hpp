@@ -1,5 +1,5 @@
 #pragma once
-// The hardware seam (DESIGN.md "Backends"): memory per tier, copies, ordered streams with
+// The hardware seam (docs/DESIGN.md "Backends"): memory per tier, copies, ordered streams with
 // events, and GEMM. Nothing above this header names a device library.
 //
 // Model ops are the other half of the seam: each op's header (src/model/ops/<op>.hpp) declares

@@ -1,6 +1,6 @@
 #pragma once
 // bfloat16 on the host: the storage type of the CUDA backend's parameters and activations
-// (DESIGN.md "Precision"), laid out as CUDA's __nv_bfloat16 (the top 16 bits of an fp32).
+// (docs/DESIGN.md "Precision"), laid out as CUDA's __nv_bfloat16 (the top 16 bits of an fp32).
 // Conversion rounds to nearest, ties to even, and keeps NaN a NaN.
 #include <cstdint>
 #include <cstring>

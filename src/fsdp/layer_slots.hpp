@@ -1,5 +1,5 @@
 #pragma once
-// A fixed pool of whole-layer buffers for sharded training (DESIGN.md "FSDP"): the gathered
+// A fixed pool of whole-layer buffers for sharded training (docs/DESIGN.md "FSDP"): the gathered
 // parameters of the few layers in flight, or the gradients of the few layers whose backward
 // has run and whose reduce-scatter has not. Allocated once (every buffer as large as the
 // largest layer); a step only hands buffers out and takes them back.

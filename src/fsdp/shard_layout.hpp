@@ -1,5 +1,5 @@
 #pragma once
-// How a layer's flat parameter buffer is sharded over the ranks of a shard group (DESIGN.md
+// How a layer's flat parameter buffer is sharded over the ranks of a shard group (docs/DESIGN.md
 // "FSDP"). The buffer is cut into units: each row-block of a 2-D tensor (the row ranges of its
 // preconditioner blocks, split_dimension(rows, max_preconditioner_dim), all columns) and each
 // 1-D tensor whole. The buffer is cut into `world` contiguous ranges of whole units,

@@ -1,5 +1,5 @@
 #pragma once
-// distributed.fsdp (DESIGN.md "FSDP"): which ranks share a layer's optimizer work, and the
+// distributed.fsdp (docs/DESIGN.md "FSDP"): which ranks share a layer's optimizer work, and the
 // collectives that keep parameters and gradients consistent across them.
 //   full    one shard group of all ranks; no replicas;
 //   hybrid  a shard group per node (the intra-node ranks), replicated across nodes (the ranks

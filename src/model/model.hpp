@@ -27,7 +27,7 @@
 // Storage::Image: the parameters only (no gradients, no activations): the host image of a model
 // that runs on another backend (init, checkpoints, export read and write it); it runs nothing.
 //
-// Storage::Bound (sharded training, DESIGN.md "FSDP"): the model allocates no parameter or
+// Storage::Bound (sharded training, docs/DESIGN.md "FSDP"): the model allocates no parameter or
 // gradient buffers; the caller binds layer l's buffers (a gathered copy, a gradient slot) with
 // bind_params / bind_grads before running it and unbinds them (nullptr) after. forward(l)
 // needs params(l) (the tied head also params(0)); backward(l) needs params(l) and grads(l)

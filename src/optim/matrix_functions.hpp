@@ -100,7 +100,7 @@ bool all_finite(int64_t count, const Real* x);
 // fp64 in and out, computed in `precision`: Float64 is exactly the function above; Float32
 // rounds the inputs to fp32 in ws, computes in fp32 and widens the result into the fp64 output.
 // When fp32 fails (an input beyond the fp32 range, an eigenvalue below fp32's singular
-// threshold, no convergence, ...) the call is retried in fp64, as DESIGN.md asks of a failed
+// threshold, no convergence, ...) the call is retried in fp64, as docs/DESIGN.md asks of a failed
 // refresh: fp32 never loses a refresh that fp64 computes, and the result stays a pure function
 // of the input.
 Status inverse_root_eigh(Precision precision, int n, const double* A, double p, double eps, double* out,

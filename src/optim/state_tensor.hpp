@@ -15,7 +15,7 @@
 
 namespace asteria {
 
-// Lifecycle classes (DESIGN.md "Tiers"): hot state is written every step (factor statistics,
+// Lifecycle classes (docs/DESIGN.md "Tiers"): hot state is written every step (factor statistics,
 // moments); warm state is read every step and written every F steps (inverse roots,
 // eigenbases); cold state is rarely touched (what does not fit elsewhere).
 enum class StateClass : uint8_t { Hot, Warm, Cold };

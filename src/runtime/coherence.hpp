@@ -1,5 +1,5 @@
 #pragma once
-// The coherence protocol (DESIGN.md "Runtime subsystems", Coherence): where the optimizer state
+// The coherence protocol (docs/DESIGN.md "Runtime subsystems", Coherence): where the optimizer state
 // is replicated (fsdp none: over all ranks; hybrid: across nodes), each preconditioner block has
 // one owner among its replicas (assign_owners: balanced by refresh cost), and only the owner
 // computes its refreshes (the shadow pipeline skips the others). At a refresh's publish step,

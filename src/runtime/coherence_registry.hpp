@@ -1,5 +1,5 @@
 #pragma once
-// The coherence registry (DESIGN.md "Runtime subsystems", Coherence): where optimizer state is
+// The coherence registry (docs/DESIGN.md "Runtime subsystems", Coherence): where optimizer state is
 // replicated, one owner computes each block's refreshes, and every computed version is either
 // shipped to the replicas and adopted by all of them at one step, or dropped. Per block the
 // registry holds the adopted version and the newest computed one; the rule, with

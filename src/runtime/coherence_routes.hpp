@@ -1,6 +1,6 @@
 #pragma once
 // Who computes a replicated block's refreshes and how its versions reach the other replicas
-// (DESIGN.md "Runtime subsystems", Coherence). Replicas are the ranks of a replica group
+// (docs/DESIGN.md "Runtime subsystems", Coherence). Replicas are the ranks of a replica group
 // (fsdp none: every rank; hybrid: one rank per node, those with the same local rank), numbered
 // 0 .. R-1, each on a node (node_of). Pure functions of the blocks and the topology, so every
 // rank computes the same owners and routes.

@@ -1,6 +1,6 @@
 #pragma once
 // The layer-execution plan of one step: an explicit, ordered list of operations over the
-// model's layers, built before the step runs (DESIGN.md "The plan").
+// model's layers, built before the step runs (docs/DESIGN.md "The plan").
 //
 // An Op names what it does (kind), where it runs (lane), the layer/block/micro-batch it touches,
 // the states it reads and writes, and the ops it depends on. Ops are stored in an order that is

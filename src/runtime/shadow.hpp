@@ -1,5 +1,5 @@
 #pragma once
-// The shadow pipeline (DESIGN.md "Runtime subsystems"): second-order refreshes off the critical
+// The shadow pipeline (docs/DESIGN.md "Runtime subsystems"): second-order refreshes off the critical
 // path, with deterministic bounded staleness.
 //
 // At a block's refresh point of optimizer step t, when its refresh is due, a job slot is opened

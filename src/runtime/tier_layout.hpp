@@ -1,5 +1,5 @@
 #pragma once
-// Where every optimizer state tensor lives (DESIGN.md "Tiers"): its home tier, chosen once at
+// Where every optimizer state tensor lives (docs/DESIGN.md "Tiers"): its home tier, chosen once at
 // startup from its lifecycle class and the tier budgets.
 //
 //   hot  (factor statistics, moments: written every step)  -> device, while it fits

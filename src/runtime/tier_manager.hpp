@@ -1,5 +1,5 @@
 #pragma once
-// The tiered state manager (DESIGN.md "Runtime subsystems"): owns the memory of every optimizer
+// The tiered state manager (docs/DESIGN.md "Runtime subsystems"): owns the memory of every optimizer
 // state tensor in three tiers and moves states between them as the plan says.
 //   device  one arena of the backend's Device memory (GPU memory on CUDA, host memory on the
 //           CPU backend, so the accounting and moves run everywhere): the states homed there,

@@ -1,5 +1,5 @@
 #pragma once
-// The tiered state manager's ops in each step's plan (DESIGN.md "The plan": tiers prefetch and
+// The tiered state manager's ops in each step's plan (docs/DESIGN.md "The plan": tiers prefetch and
 // evict, placed by next use).
 //
 // The optimizer steps layers in a fixed order every step (uses 0 .. L-1 = layers L-1 .. 0), so

@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA backend's side of a training run (runtime.backend cuda; DESIGN.md "Backends"): the
+// The CUDA backend's side of a training run (runtime.backend cuda; docs/DESIGN.md "Backends"): the
 // model on the device (Model<float, CudaOps>: parameters, gradients and activations in device
 // memory) and the optimizer's step on its state in device memory:
 //   AdamW   the host AdamW's own state tensors, bound to device memory, stepped with the same

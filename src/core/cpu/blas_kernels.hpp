@@ -1,6 +1,6 @@
 #pragma once
 // Which OpenBLAS kernels this process runs, and the fix for a BLAS that fell back to generic ones
-// (DESIGN.md "Backends").
+// (docs/DESIGN.md "Backends").
 //
 // Debian's OpenBLAS (DYNAMIC_ARCH) picks its kernels when the library loads, from a table of CPU
 // models; a model newer than the table (an Intel Xeon of family 6 model 207, say) falls back to

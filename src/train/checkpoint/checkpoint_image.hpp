@@ -1,5 +1,5 @@
 #pragma once
-// The contents of one rank's checkpoint file (DESIGN.md "Checkpoints"), in memory and in HDF5.
+// The contents of one rank's checkpoint file (docs/DESIGN.md "Checkpoints"), in memory and in HDF5.
 //
 // A CheckpointImage is a copy of a run's state at a step boundary: float32 buffers (the
 // parameters of each layer, each optimizer state tensor), each stored as the global tensors it

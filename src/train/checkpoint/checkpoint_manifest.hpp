@@ -1,5 +1,5 @@
 #pragma once
-// manifest.json of a checkpoint directory (DESIGN.md "Checkpoints"): written last, so a
+// manifest.json of a checkpoint directory (docs/DESIGN.md "Checkpoints"): written last, so a
 // directory without a valid manifest is not a checkpoint.
 //
 //   {"format_version": 1, "step": N, "tokens": T, "world_size": W, "elapsed_s": S,

@@ -1,5 +1,5 @@
 #pragma once
-// The checkpoint directories of a run: run.dir/checkpoints/step<8-digit step>/ (DESIGN.md
+// The checkpoint directories of a run: run.dir/checkpoints/step<8-digit step>/ (docs/DESIGN.md
 // "Checkpoints").
 //
 // Commit protocol (a crash at any instant leaves the previous checkpoints intact and never a

@@ -1,5 +1,5 @@
 #pragma once
-// Saving and restoring the complete state of a training run (DESIGN.md "Checkpoints"): the
+// Saving and restoring the complete state of a training run (docs/DESIGN.md "Checkpoints"): the
 // parameters, every optimizer state tensor wherever its tier keeps it, the optimizer's
 // counters, the loader's position (global: seed, epoch, instances served), the step, tokens and
 // elapsed time, and the shadow pipeline's open refreshes with their publish steps. The LR is a

@@ -17,7 +17,7 @@
 
 namespace asteria {
 
-// The groups of a launch of W ranks (DESIGN.md "FSDP"; ranks numbered node by node):
+// The groups of a launch of W ranks (docs/DESIGN.md "FSDP"; ranks numbered node by node):
 //   full    one shard group of W ranks, no replicas;
 //   hybrid  a shard group per node (ranks_per_node ranks), W / ranks_per_node replicas;
 //   none    shard groups of one rank, W replicas.
