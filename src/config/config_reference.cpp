@@ -20,140 +20,138 @@ namespace {
 
 // One line of meaning per key, by dotted path. Every key of the schema needs one and every
 // entry must name a key of the schema (config_reference_markdown checks both ways).
-const std::map<std::string, std::string>& meanings() {
-  static const std::map<std::string, std::string> m = {
-      {"seed", "seed of the initialization and of the training data's order"},
-      // model
-      {"model.preset", "named model whose values become the defaults of the other model keys (read first)"},
-      {"model.d_model", "width of the residual stream"},
-      {"model.n_layers", "transformer blocks"},
-      {"model.n_heads", "attention heads; must divide d_model, and d_model / n_heads must be even (RoPE)"},
-      {"model.mlp_hidden", "SwiGLU hidden size F (the up projection has 2F outputs)"},
-      {"model.vocab_size", "tokenizer vocabulary: every token id must be below it"},
-      {"model.embedding_size", "rows of the embedding (the vocabulary padded; OLMo pads to 128); >= vocab_size"},
-      {"model.seq_len", "context length in tokens"},
-      {"model.rope_theta", "RoPE base"},
-      {"model.norm", "layernorm (OLMo-1, without weights) or rmsnorm"},
-      {"model.norm_placement", "pre: norm before each sublayer; post: after it (OLMo-2, needs rmsnorm)"},
-      {"model.qk_norm", "RMSNorm (with weights) over the full q and k projections"},
-      {"model.tied_embeddings", "the LM head reuses the token embedding"},
-      {"model.z_loss", "coefficient of mean(logsumexp^2) added to the loss; 0 = off"},
-      {"model.head_chunk",
-       "rows of the LM head and loss computed at once: 0 = the whole micro-batch ([N, V] logits kept), "
-       "k > 0 = chunks of k rows recomputed in the backward (execution only)"},
-      {"model.attention",
-       "tiled: the backward recomputes the probabilities a block of rows at a time; full: the [B, NH, T, T] "
-       "probabilities are kept (execution only)"},
-      {"model.init", "mitchell (OLMo-1: std 1/sqrt(fan_in), model/init.hpp) or normal (init_std)"},
-      {"model.init_std", "standard deviation of the normal init, truncated at 3 sigma"},
-      {"model.norm_eps", "epsilon of the norms"},
-      // data
-      {"data.train", "token file for training (required to train)"},
-      {"data.eval", "token file for evaluation; empty = no evaluation"},
-      {"data.dtype", "width of the token ids in the files: auto (from the vocabulary), uint16, uint32"},
-      {"data.eval_batches", "fixed evaluation batches of train.micro_batch instances"},
-      // optim
-      {"optim.name", "the optimizer; its values (table below) become the defaults of the other optim keys (read first)"},
-      {"optim.lr", "peak learning rate of the schedule (train.schedule)"},
-      {"optim.betas", "[beta1, beta2]: momentum and second-moment EMA coefficients (AdamW needs beta2 < 1)"},
-      {"optim.eps", "epsilon of the update's denominator"},
-      {"optim.weight_decay", "decoupled weight decay"},
-      {"optim.decay_embeddings", "AdamW: apply weight decay to wte / lm_head"},
-      {"optim.decay_norms", "AdamW: apply weight decay to the norm weights"},
-      {"optim.grad_clip", "clip the gradient's global L2 norm to this; <= 0 disables"},
-      {"optim.compensated_updates", "Kahan-compensated parameter updates (optim/update_compensation.hpp)"},
-      {"optim.shampoo_beta", "EMA coefficient of the preconditioner's factors; negative: beta2; 1: plain sums"},
-      {"optim.root_eps", "Shampoo: the roots are of (L + root_eps I)"},
-      {"optim.precondition_frequency", "F: steps between two refreshes of a block's roots / eigenbasis"},
-      {"optim.start_preconditioning_step", "Shampoo: the first step that uses roots"},
-      {"optim.max_preconditioner_dim", "a matrix is cut into blocks of at most this many rows and columns"},
-      {"optim.max_failures", "consecutive failed refreshes of a block before the run stops"},
-      {"optim.precondition_embeddings", "precondition the embeddings (false: they get optim.adamw_1d's AdamW)"},
-      {"optim.root_method", "Shampoo: eigh, or newton (coupled Newton iteration)"},
-      {"optim.grafting", "Shampoo: adam (the step's size grafted from Adam) or none"},
-      {"optim.refresh_dtype", "precision of the roots / eigenbases computation"},
-      {"optim.kl_init_factor", "KL-Shampoo: initial eigenvalue estimate"},
-      {"optim.kl_max_clamp", "KL-Shampoo: cap of the inverse-sqrt eigenvalue estimates"},
-      {"optim.adamw_1d.lr",
-       "AdamW of the tensors a second-order optimizer does not precondition (norm weights; embeddings unless "
-       "precondition_embeddings): negative = optim.lr and its schedule, else this peak lr"},
-      {"optim.adamw_1d.betas", "[beta1, beta2] of that AdamW"},
-      {"optim.adamw_1d.eps", "epsilon of that AdamW"},
-      {"optim.adamw_1d.weight_decay", "weight decay of that AdamW"},
-      // train
-      {"train.steps", "optimizer steps of the run (and of the lr schedule)"},
-      {"train.micro_batch", "instances (sequences of model.seq_len tokens) per micro-batch"},
-      {"train.grad_accum", "micro-batches per optimizer step"},
-      {"train.eval_every", "steps between evaluations; 0 = only at the end (when data.eval is set)"},
-      {"train.schedule", "learning-rate decay after the warm-up"},
-      {"train.warmup_steps", "steps of linear warm-up (clipped to train.steps, with a note)"},
-      {"train.final_lr_fraction", "the lr at the last step is optim.lr times this"},
-      {"train.stop_after",
-       "stop (with a checkpoint) after this step, the schedule still that of train.steps; 0 = run to train.steps"},
-      {"train.activation_checkpointing",
-       "blocks that recompute their activations for the backward: none, blocks (all), every_k (0, k, 2k, ...)"},
-      {"train.checkpoint_every_k", "k of activation_checkpointing every_k"},
-      // runtime
-      {"runtime.mode", "native: roots / eigenbases computed inline (the baseline); asteria: the shadow pipeline"},
-      {"runtime.backend", "where the model and the optimizer's step run: cpu, or cuda (device 0; train/device_training.hpp)"},
-      {"runtime.precision",
-       "the GEMMs' operands: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (cuda only); resolved when the config loads"},
-      {"runtime.threads", "compute threads; 0 = all cores"},
-      {"runtime.stagger",
-       "spread the blocks' refreshes over the F steps: auto (true in asteria mode, false in native), true, false; "
-       "resolved when the config loads"},
-      {"runtime.shadow.threads", "host worker threads of the shadow pipeline (low OS priority)"},
-      {"runtime.shadow.lane",
-       "where root jobs run: workers (host worker threads), compute (in parts on the compute lane's threads), "
-       "device (the GPU's solvers; backend cuda), auto (workers when they have cores of their own, else compute)"},
-      {"runtime.shadow.delay", "D: the snapshot of step t is published at step t + D"},
-      {"runtime.shadow.sync_steps", "refreshes opened at steps <= this publish at once; -1 = train.warmup_steps"},
-      {"runtime.shadow.worker_delay_ms", "for tests: every root job first sleeps this long"},
-      {"runtime.tiers.device.bytes", "budget of the device tier (hot state; on the CPU backend a budgeted host arena)"},
-      {"runtime.tiers.host.bytes", "budget of the host tier (warm state: roots, eigenbases)"},
-      {"runtime.tiers.disk.bytes", "budget of the disk tier"},
-      {"runtime.tiers.disk.path", "directory of the disk tier's file; empty = <run.dir>/tiers"},
-      {"runtime.tiers.prefetch_distance", "layers of the optimizer order prefetched into the device tier ahead of use"},
-      {"runtime.coherence.staleness",
-       "S: a block's version is shipped to the replicas when theirs is S versions behind (1: every version)"},
-      {"runtime.coherence.tolerance",
-       "tau: ship earlier when a version changes by more; 0 = off; -1 = CoherenceRule::kDefaultTolerance when "
-       "staleness > 1, else off (resolved when the config loads)"},
-      {"runtime.coherence.hierarchical", "owner -> node leader -> leaders -> their node; false: owner to every replica"},
-      {"runtime.blas",
-       "auto: a generic BLAS fallback is switched to the best kernels the CPU supports (after a self-check); "
-       "as-is: the library's choice"},
-      {"runtime.memory_limit",
-       "memory a process may hold; auto = MemAvailable at startup shared by the machine's ranks; a run "
-       "estimated above it is refused before it allocates"},
-      // distributed
-      {"distributed.fsdp", "full (sharded over all ranks), hybrid (sharded in a node, replicated across), none (replicated)"},
-      {"distributed.world_size",
-       "for planning (--dry-run, --print-plan): plan for this many ranks; 0 = the launch's; a run refuses another value"},
-      {"distributed.ranks_per_node", "ranks per node; 0 = from MPI"},
-      {"distributed.prefetch", "sharded: layers whose gather runs ahead of the forward"},
-      {"distributed.check_every",
-       "steps between comparisons of the replicas' parameters (also at the end); 0 = at the end only"},
-      {"distributed.check_every_step", "older spelling of check_every: 1"},
-      {"distributed.timeout_s", "a collective not done by then ends the job, naming it"},
-      // checkpoint
-      {"checkpoint.every", "steps between checkpoints; 0 = only at the end of training (docs/checkpoints.md)"},
-      {"checkpoint.keep", "the newest K checkpoints are kept ..."},
-      {"checkpoint.keep_every", "... and every one whose step is a multiple of this (0: none)"},
-      {"checkpoint.resume", "empty = fresh start; latest (fresh when there is none); or a checkpoint directory"},
-      {"checkpoint.async",
-       "write on a thread while training goes on (the step is held only for the copy); in the step when the "
-       "copy would not fit in memory"},
-      {"checkpoint.enabled", "false: no checkpoints at all (tests, benchmarks)"},
-      {"checkpoint.allow_changes", "keys (or whole sections) that may differ from the checkpoint's config on resume"},
-      // run
-      {"run.dir", "output directory of the run (metrics, checkpoints, the resolved config)"},
-      {"run.log_every", "steps between progress lines when stdout is not a terminal; 0 = about 20 per run"},
-      {"run.peak_flops", "peak FLOP/s for MFU; 0 = from the CPU (cores x GHz x 32 fp32 FMA FLOP/cycle)"},
-      {"run.overwrite", "a run.dir that already holds metrics.jsonl is refused unless true"},
-  };
-  return m;
-}
+const std::map<std::string, std::string> kMeanings = {
+    {"seed", "seed of the initialization and of the training data's order"},
+    // model
+    {"model.preset", "named model whose values become the defaults of the other model keys (read first)"},
+    {"model.d_model", "width of the residual stream"},
+    {"model.n_layers", "transformer blocks"},
+    {"model.n_heads", "attention heads; must divide d_model, and d_model / n_heads must be even (RoPE)"},
+    {"model.mlp_hidden", "SwiGLU hidden size F (the up projection has 2F outputs)"},
+    {"model.vocab_size", "tokenizer vocabulary: every token id must be below it"},
+    {"model.embedding_size", "rows of the embedding (the vocabulary padded; OLMo pads to 128); >= vocab_size"},
+    {"model.seq_len", "context length in tokens"},
+    {"model.rope_theta", "RoPE base"},
+    {"model.norm", "layernorm (OLMo-1, without weights) or rmsnorm"},
+    {"model.norm_placement", "pre: norm before each sublayer; post: after it (OLMo-2, needs rmsnorm)"},
+    {"model.qk_norm", "RMSNorm (with weights) over the full q and k projections"},
+    {"model.tied_embeddings", "the LM head reuses the token embedding"},
+    {"model.z_loss", "coefficient of mean(logsumexp^2) added to the loss; 0 = off"},
+    {"model.head_chunk",
+     "rows of the LM head and loss computed at once: 0 = the whole micro-batch ([N, V] logits kept), "
+     "k > 0 = chunks of k rows recomputed in the backward (execution only)"},
+    {"model.attention",
+     "tiled: the backward recomputes the probabilities a block of rows at a time; full: the [B, NH, T, T] "
+     "probabilities are kept (execution only)"},
+    {"model.init", "mitchell (OLMo-1: std 1/sqrt(fan_in), model/init.hpp) or normal (init_std)"},
+    {"model.init_std", "standard deviation of the normal init, truncated at 3 sigma"},
+    {"model.norm_eps", "epsilon of the norms"},
+    // data
+    {"data.train", "token file for training (required to train)"},
+    {"data.eval", "token file for evaluation; empty = no evaluation"},
+    {"data.dtype", "width of the token ids in the files: auto (from the vocabulary), uint16, uint32"},
+    {"data.eval_batches", "fixed evaluation batches of train.micro_batch instances"},
+    // optim
+    {"optim.name", "the optimizer; its values (table below) become the defaults of the other optim keys (read first)"},
+    {"optim.lr", "peak learning rate of the schedule (train.schedule)"},
+    {"optim.betas", "[beta1, beta2]: momentum and second-moment EMA coefficients (AdamW needs beta2 < 1)"},
+    {"optim.eps", "epsilon of the update's denominator"},
+    {"optim.weight_decay", "decoupled weight decay"},
+    {"optim.decay_embeddings", "AdamW: apply weight decay to wte / lm_head"},
+    {"optim.decay_norms", "AdamW: apply weight decay to the norm weights"},
+    {"optim.grad_clip", "clip the gradient's global L2 norm to this; <= 0 disables"},
+    {"optim.compensated_updates", "Kahan-compensated parameter updates (optim/update_compensation.hpp)"},
+    {"optim.shampoo_beta", "EMA coefficient of the preconditioner's factors; negative: beta2; 1: plain sums"},
+    {"optim.root_eps", "Shampoo: the roots are of (L + root_eps I)"},
+    {"optim.precondition_frequency", "F: steps between two refreshes of a block's roots / eigenbasis"},
+    {"optim.start_preconditioning_step", "Shampoo: the first step that uses roots"},
+    {"optim.max_preconditioner_dim", "a matrix is cut into blocks of at most this many rows and columns"},
+    {"optim.max_failures", "consecutive failed refreshes of a block before the run stops"},
+    {"optim.precondition_embeddings", "precondition the embeddings (false: they get optim.adamw_1d's AdamW)"},
+    {"optim.root_method", "Shampoo: eigh, or newton (coupled Newton iteration)"},
+    {"optim.grafting", "Shampoo: adam (the step's size grafted from Adam) or none"},
+    {"optim.refresh_dtype", "precision of the roots / eigenbases computation"},
+    {"optim.kl_init_factor", "KL-Shampoo: initial eigenvalue estimate"},
+    {"optim.kl_max_clamp", "KL-Shampoo: cap of the inverse-sqrt eigenvalue estimates"},
+    {"optim.adamw_1d.lr",
+     "AdamW of the tensors a second-order optimizer does not precondition (norm weights; embeddings unless "
+     "precondition_embeddings): negative = optim.lr and its schedule, else this peak lr"},
+    {"optim.adamw_1d.betas", "[beta1, beta2] of that AdamW"},
+    {"optim.adamw_1d.eps", "epsilon of that AdamW"},
+    {"optim.adamw_1d.weight_decay", "weight decay of that AdamW"},
+    // train
+    {"train.steps", "optimizer steps of the run (and of the lr schedule)"},
+    {"train.micro_batch", "instances (sequences of model.seq_len tokens) per micro-batch"},
+    {"train.grad_accum", "micro-batches per optimizer step"},
+    {"train.eval_every", "steps between evaluations; 0 = only at the end (when data.eval is set)"},
+    {"train.schedule", "learning-rate decay after the warm-up"},
+    {"train.warmup_steps", "steps of linear warm-up (clipped to train.steps, with a note)"},
+    {"train.final_lr_fraction", "the lr at the last step is optim.lr times this"},
+    {"train.stop_after",
+     "stop (with a checkpoint) after this step, the schedule still that of train.steps; 0 = run to train.steps"},
+    {"train.activation_checkpointing",
+     "blocks that recompute their activations for the backward: none, blocks (all), every_k (0, k, 2k, ...)"},
+    {"train.checkpoint_every_k", "k of activation_checkpointing every_k"},
+    // runtime
+    {"runtime.mode", "native: roots / eigenbases computed inline (the baseline); asteria: the shadow pipeline"},
+    {"runtime.backend", "where the model and the optimizer's step run: cpu, or cuda (device 0; train/device_training.hpp)"},
+    {"runtime.precision",
+     "the GEMMs' operands: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (cuda only); resolved when the config loads"},
+    {"runtime.threads", "compute threads; 0 = all cores"},
+    {"runtime.stagger",
+     "spread the blocks' refreshes over the F steps: auto (true in asteria mode, false in native), true, false; "
+     "resolved when the config loads"},
+    {"runtime.shadow.threads", "host worker threads of the shadow pipeline (low OS priority)"},
+    {"runtime.shadow.lane",
+     "where root jobs run: workers (host worker threads), compute (in parts on the compute lane's threads), "
+     "device (the GPU's solvers; backend cuda), auto (workers when they have cores of their own, else compute)"},
+    {"runtime.shadow.delay", "D: the snapshot of step t is published at step t + D"},
+    {"runtime.shadow.sync_steps", "refreshes opened at steps <= this publish at once; -1 = train.warmup_steps"},
+    {"runtime.shadow.worker_delay_ms", "for tests: every root job first sleeps this long"},
+    {"runtime.tiers.device.bytes", "budget of the device tier (hot state; on the CPU backend a budgeted host arena)"},
+    {"runtime.tiers.host.bytes", "budget of the host tier (warm state: roots, eigenbases)"},
+    {"runtime.tiers.disk.bytes", "budget of the disk tier"},
+    {"runtime.tiers.disk.path", "directory of the disk tier's file; empty = <run.dir>/tiers"},
+    {"runtime.tiers.prefetch_distance", "layers of the optimizer order prefetched into the device tier ahead of use"},
+    {"runtime.coherence.staleness",
+     "S: a block's version is shipped to the replicas when theirs is S versions behind (1: every version)"},
+    {"runtime.coherence.tolerance",
+     "tau: ship earlier when a version changes by more; 0 = off; -1 = CoherenceRule::kDefaultTolerance when "
+     "staleness > 1, else off (resolved when the config loads)"},
+    {"runtime.coherence.hierarchical", "owner -> node leader -> leaders -> their node; false: owner to every replica"},
+    {"runtime.blas",
+     "auto: a generic BLAS fallback is switched to the best kernels the CPU supports (after a self-check); "
+     "as-is: the library's choice"},
+    {"runtime.memory_limit",
+     "memory a process may hold; auto = MemAvailable at startup shared by the machine's ranks; a run "
+     "estimated above it is refused before it allocates"},
+    // distributed
+    {"distributed.fsdp", "full (sharded over all ranks), hybrid (sharded in a node, replicated across), none (replicated)"},
+    {"distributed.world_size",
+     "for planning (--dry-run, --print-plan): plan for this many ranks; 0 = the launch's; a run refuses another value"},
+    {"distributed.ranks_per_node", "ranks per node; 0 = from MPI"},
+    {"distributed.prefetch", "sharded: layers whose gather runs ahead of the forward"},
+    {"distributed.check_every",
+     "steps between comparisons of the replicas' parameters (also at the end); 0 = at the end only"},
+    {"distributed.check_every_step", "older spelling of check_every: 1"},
+    {"distributed.timeout_s", "a collective not done by then ends the job, naming it"},
+    // checkpoint
+    {"checkpoint.every", "steps between checkpoints; 0 = only at the end of training (docs/checkpoints.md)"},
+    {"checkpoint.keep", "the newest K checkpoints are kept ..."},
+    {"checkpoint.keep_every", "... and every one whose step is a multiple of this (0: none)"},
+    {"checkpoint.resume", "empty = fresh start; latest (fresh when there is none); or a checkpoint directory"},
+    {"checkpoint.async",
+     "write on a thread while training goes on (the step is held only for the copy); in the step when the "
+     "copy would not fit in memory"},
+    {"checkpoint.enabled", "false: no checkpoints at all (tests, benchmarks)"},
+    {"checkpoint.allow_changes", "keys (or whole sections) that may differ from the checkpoint's config on resume"},
+    // run
+    {"run.dir", "output directory of the run (metrics, checkpoints, the resolved config)"},
+    {"run.log_every", "steps between progress lines when stdout is not a terminal; 0 = about 20 per run"},
+    {"run.peak_flops", "peak FLOP/s for MFU; 0 = from the CPU (cores x GHz x 32 fp32 FMA FLOP/cycle)"},
+    {"run.overwrite", "a run.dir that already holds metrics.jsonl is refused unless true"},
+};
+const std::map<std::string, std::string>& meanings() { return kMeanings; }
 
 struct Row {
   std::string key;       // dotted path
@@ -310,6 +308,22 @@ std::string variants_table(const std::string& first, const std::vector<std::stri
   return o.str();
 }
 
+// Every key has a meaning and every meaning a key.
+void check_meanings(const std::vector<std::pair<std::string, std::vector<Row>>>& sections) {
+  std::set<std::string> keys;
+  for (auto& [name, rows] : sections)
+    for (auto& r : rows) {
+      keys.insert(r.key);
+      if (!meanings().count(r.key))
+        fail("config reference: key '", r.key, "' has no one-line meaning; add it to kMeanings in ",
+             "src/config/config_reference.cpp");
+    }
+  for (auto& [key, text] : meanings())
+    if (!keys.count(key))
+      fail("config reference: kMeanings in src/config/config_reference.cpp names '", key,
+           "', which the schema (src/config/config_schema.hpp) does not have");
+}
+
 }  // namespace
 
 std::string config_reference_markdown() {
@@ -332,19 +346,7 @@ std::string config_reference_markdown() {
     for (auto& r : per_preset)
       if (r[k].value != per_preset[0][k].value) preset_varies.insert(r[k].key);
 
-  // Every key has a meaning and every meaning a key.
-  std::set<std::string> keys;
-  for (auto& [name, rows] : sections)
-    for (auto& r : rows) {
-      keys.insert(r.key);
-      if (!meanings().count(r.key))
-        fail("config reference: key '", r.key, "' has no one-line meaning; add it to meanings() in ",
-             "src/config/config_reference.cpp");
-    }
-  for (auto& [key, text] : meanings())
-    if (!keys.count(key))
-      fail("config reference: meanings() in src/config/config_reference.cpp names '", key,
-           "', which the schema (src/config/config_schema.hpp) does not have");
+  check_meanings(sections);
 
   std::ostringstream o;
   o << "# Configuration reference\n\n"

@@ -29,53 +29,54 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
   std::stable_sort(refreshes_.begin(), refreshes_.end(), [](const Refresh& a, const Refresh& b) { return a.total > b.total; });
   for (size_t i = 0; i < refreshes_.size(); ++i) index_[refreshes_[i].layer][refreshes_[i].block] = i;
 
-  // members[r]: the refreshes with a part at residue r; batch[r]: that step's batch time.
-  std::vector<std::vector<size_t>>& members = members_;
-  std::vector<double>& batch = batch_;
-  members.assign(static_cast<size_t>(F), {});
-  batch.assign(static_cast<size_t>(F), 0.0);
+  // members_[r]: the refreshes with a part at residue r; batch_[r]: that step's batch time.
+  members_.assign(static_cast<size_t>(F), {});
+  batch_.assign(static_cast<size_t>(F), 0.0);
   if (refreshes_.empty()) return;   // no blocks here (a sharded rank may own none)
-  auto residues_of = [&](size_t i, std::set<size_t>& out) {
-    for (int64_t lag : refreshes_[i].lag) out.insert(residue(refreshes_[i], lag));
-  };
-  auto detach = [&](size_t i) {
-    std::set<size_t> rs;
-    residues_of(i, rs);
-    for (size_t r : rs) members[r].erase(std::find(members[r].begin(), members[r].end(), i));
-    return rs;
-  };
-  auto attach = [&](size_t i, std::set<size_t>& touched) {
-    std::set<size_t> rs;
-    residues_of(i, rs);
-    for (size_t r : rs) members[r].push_back(i);
-    touched.insert(rs.begin(), rs.end());
-    for (size_t r : touched) batch[r] = batch_time(r);
-  };
-  // F * (a soft maximum: the 8-norm, which also falls when one of several longest batches
-  // does) + the period's sum. Scaled by the largest refresh to keep the powers in range.
-  const double scale = 1.0 / refreshes_.front().total;
-  auto objective = [&] {
-    double sum = 0, p8 = 0;
-    for (double b : batch) {
-      const double x = b * scale, x2 = x * x, x4 = x2 * x2;
-      sum += x;
-      p8 += x4 * x4;
-    }
-    return static_cast<double>(F) * std::pow(p8, 1.0 / 8) + sum;
-  };
-  // Sets refresh i's lags, returning the objective after the change.
-  auto set_lags = [&](size_t i, const std::vector<int64_t>& lags) {
-    std::set<size_t> touched = detach(i);
-    refreshes_[i].lag = lags;
-    attach(i, touched);
-    return objective();
-  };
-
+  scale_ = 1.0 / refreshes_.front().total;
   const int64_t lags = std::min(delay.delay, F);
-  // Greedy. Every refresh starts at lag 0 with its parts' costs held back; largest refresh
-  // first, its parts in order, each part gets its cost back and the lag (no smaller than the
-  // previous part's; the parts after it follow) that raises the objective least, ties: the
-  // smaller lag.
+  place_greedily(lags);
+  improve_by_single_moves(lags);
+}
+
+std::set<size_t> RootJobPlacement::detach(size_t i) {
+  std::set<size_t> rs;
+  for (int64_t lag : refreshes_[i].lag) rs.insert(residue(refreshes_[i], lag));
+  for (size_t r : rs) members_[r].erase(std::find(members_[r].begin(), members_[r].end(), i));
+  return rs;
+}
+
+void RootJobPlacement::attach(size_t i, std::set<size_t>& touched) {
+  std::set<size_t> rs;
+  for (int64_t lag : refreshes_[i].lag) rs.insert(residue(refreshes_[i], lag));
+  for (size_t r : rs) members_[r].push_back(i);
+  touched.insert(rs.begin(), rs.end());
+  for (size_t r : touched) batch_[r] = batch_time(r);
+}
+
+// F * (a soft maximum: the 8-norm, which also falls when one of several longest batches does)
+// + the period's sum, scaled by the largest refresh to keep the powers in range.
+double RootJobPlacement::objective() const {
+  double sum = 0, p8 = 0;
+  for (double b : batch_) {
+    const double x = b * scale_, x2 = x * x, x4 = x2 * x2;
+    sum += x;
+    p8 += x4 * x4;
+  }
+  return static_cast<double>(schedule_.frequency()) * std::pow(p8, 1.0 / 8) + sum;
+}
+
+double RootJobPlacement::set_lags(size_t i, const std::vector<int64_t>& lags) {
+  std::set<size_t> touched = detach(i);
+  refreshes_[i].lag = lags;
+  attach(i, touched);
+  return objective();
+}
+
+// Every refresh starts at lag 0 with its parts' costs held back; largest refresh first, its parts
+// in order, each part gets its cost back and the lag (no smaller than the previous part's; the
+// parts after it follow) that raises the objective least, ties: the smaller lag.
+void RootJobPlacement::place_greedily(int64_t lags) {
   std::vector<std::vector<double>> held(refreshes_.size());
   for (size_t i = 0; i < refreshes_.size(); ++i) {
     held[i].swap(refreshes_[i].cost);
@@ -98,8 +99,11 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
       set_lags(i, best);
     }
   }
-  // Then single moves, of one part (within its neighbours' lags) or of a whole refresh, while
-  // one lowers the objective.
+}
+
+// Single moves, of one part (within its neighbours' lags) or of a whole refresh, while one lowers
+// the objective.
+void RootJobPlacement::improve_by_single_moves(int64_t lags) {
   const double tolerance = 1e-9;
   double current = objective();
   for (int pass = 0; pass < 100; ++pass) {

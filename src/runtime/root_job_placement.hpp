@@ -19,6 +19,7 @@
 // which is allowed since placement never changes the results.
 #include <cstdint>
 #include <string>
+#include <set>
 #include <vector>
 
 #include "optim/refresh_schedule.hpp"
@@ -60,6 +61,15 @@ class RootJobPlacement {
   };
   size_t residue(const Refresh& r, int64_t lag) const;
   double batch_time(size_t residue) const;   // from members_
+  // The search (root_job_placement.cpp): refresh i leaves / joins the batches of its parts'
+  // residues (attach updates the batch times of every residue in `touched`); the objective of
+  // the current lags; set_lags moves refresh i and returns the objective after the move.
+  std::set<size_t> detach(size_t i);
+  void attach(size_t i, std::set<size_t>& touched);
+  double objective() const;
+  double set_lags(size_t i, const std::vector<int64_t>& lags);
+  void place_greedily(int64_t lags);
+  void improve_by_single_moves(int64_t lags);
 
   const RefreshSchedule& schedule_;
   ShadowDelay delay_;
@@ -69,6 +79,7 @@ class RootJobPlacement {
   std::vector<std::vector<size_t>> members_;         // [residue]: refreshes with a part there
   std::vector<double> batch_;                        // [residue]: that step's batch time
   mutable std::vector<double> busy_, tasks_;          // batch_time scratch
+  double scale_ = 1;                                 // 1 / the largest refresh (objective's range)
 };
 
 // refresh_part_costs of every block.

@@ -51,14 +51,14 @@ size_t tier_cache_need(const std::vector<std::vector<StateSpec>>& specs, int pre
   return cache_need(per_layer, prefetch_distance);
 }
 
-TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options,
-                        size_t cache_slack) {
-  ASTERIA_CHECK(options.prefetch_distance >= 0, "runtime.tiers.prefetch_distance must be >= 0");
-  TierLayout t;
-  t.options = options;
+namespace {
+
+// Every state with its slot, homed on the host until placed; visiting[l]: layer l's slots not
+// homed on the device.
+void list_states(const std::vector<std::vector<StateSpec>>& specs, TierLayout& t, std::vector<size_t>& visiting) {
   const int L = static_cast<int>(specs.size());
   t.by_layer.resize(L);
-  std::vector<size_t> visiting(L, 0);   // per layer: slots not homed on the device
+  visiting.assign(L, 0);
   for (int l = 0; l < L; ++l)
     for (const StateSpec& s : specs[l]) {
       if (s.count == 0) continue;
@@ -66,62 +66,52 @@ TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const 
       st.spec = s;
       st.layer = l;
       st.slot = page_round(s.bytes());
-      st.home = Tier::Host;   // until placed
+      st.home = Tier::Host;
       t.by_layer[l].push_back(static_cast<int>(t.states.size()));
       t.states.push_back(std::move(st));
       visiting[l] += t.states.back().slot;
     }
-  // States of some classes in the optimizer's order of use.
-  auto in_order = [&](std::initializer_list<StateClass> classes) {
-    std::vector<int> ids;
-    for (StateClass cls : classes)
-      for (int u = 0; u < L; ++u)
-        for (int id : t.by_layer[layer_at_use(L, u)])
-          if (t.states[id].spec.cls == cls) ids.push_back(id);
-    return ids;
-  };
+}
 
-  const uint64_t device_budget = options.budget[0];
-  size_t total = 0;
-  for (const TierState& s : t.states) total += s.slot;
-  if (device_budget == kUnbounded || total <= device_budget) {
-    // Everything lives on the device; nothing moves.
-    for (TierState& s : t.states) {
-      s.home = Tier::Device;
-      s.home_offset = t.device_home_bytes;
-      t.device_home_bytes += s.slot;
-      t.by_class[static_cast<int>(s.spec.cls)][0] += s.slot;
-    }
-    return t;
-  }
-  const size_t min_cache = cache_need(visiting, options.prefetch_distance) + cache_slack;
-  if (min_cache > device_budget) {
-    fail("runtime.tiers.device.bytes is ", bytes_text(device_budget), ", but the optimizer state of ",
-         std::min(L, options.prefetch_distance + 1), " layer(s) in flight (runtime.tiers.prefetch_distance ",
-         options.prefetch_distance, " + 1) needs ", bytes_text(min_cache), " of device memory",
-         cache_slack ? " (with room for the cache's fragmentation)" : "",
-         "; raise the device budget to at least that or lower the prefetch distance");
-  }
-  // Device: hot states (written every step, so pinning them saves the most moves), while the
-  // cache still fits.
-  for (int id : in_order({StateClass::Hot})) {
+// The states of some classes in the optimizer's order of use.
+std::vector<int> in_order(const TierLayout& t, std::initializer_list<StateClass> classes) {
+  const int L = static_cast<int>(t.by_layer.size());
+  std::vector<int> ids;
+  for (StateClass cls : classes)
+    for (int u = 0; u < L; ++u)
+      for (int id : t.by_layer[layer_at_use(L, u)])
+        if (t.states[id].spec.cls == cls) ids.push_back(id);
+  return ids;
+}
+
+void home_on_device(TierLayout& t, TierState& s) {
+  s.home = Tier::Device;
+  s.home_offset = t.device_home_bytes;
+  t.device_home_bytes += s.slot;
+}
+
+// Device: hot states (written every step, so pinning them saves the most moves), while the
+// cache for the states that visit still fits.
+void home_hot_states(TierLayout& t, std::vector<size_t>& visiting, uint64_t device_budget, size_t cache_slack) {
+  const int prefetch = t.options.prefetch_distance;
+  for (int id : in_order(t, {StateClass::Hot})) {
     TierState& s = t.states[id];
     visiting[s.layer] -= s.slot;
-    if (t.device_home_bytes + s.slot + cache_need(visiting, options.prefetch_distance) + cache_slack <= device_budget) {
-      s.home = Tier::Device;
-      s.home_offset = t.device_home_bytes;
-      t.device_home_bytes += s.slot;
+    if (t.device_home_bytes + s.slot + cache_need(visiting, prefetch) + cache_slack <= device_budget) {
+      home_on_device(t, s);
     } else {
       visiting[s.layer] += s.slot;
     }
   }
-  t.device_cache_bytes = std::min<size_t>(device_budget - t.device_home_bytes, total - t.device_home_bytes);
-  // Host, then disk: warm states first (on disk they cost a read per step, hot ones a read and
-  // a write), then hot ones, then cold.
-  const uint64_t host_budget = options.budget[1], disk_budget = options.budget[2];
+}
+
+// Host, then disk: warm states first (on disk they cost a read per step, hot ones a read and a
+// write), then hot ones, then cold. Refuses, with the bytes, a layout the disk budget cannot hold.
+void home_the_rest(TierLayout& t, size_t total) {
+  const uint64_t host_budget = t.options.budget[1], disk_budget = t.options.budget[2];
   size_t disk_need = 0;
   std::string first_on_disk;
-  for (int id : in_order({StateClass::Warm, StateClass::Hot, StateClass::Cold})) {
+  for (int id : in_order(t, {StateClass::Warm, StateClass::Hot, StateClass::Cold})) {
     TierState& s = t.states[id];
     if (s.home == Tier::Device) continue;
     if (host_budget == kUnbounded || t.host_bytes + s.slot <= host_budget) {
@@ -148,6 +138,40 @@ TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const 
          ", or runtime.tiers.host.bytes to at least ", host_need, " to keep it all in memory");
   }
   t.disk_bytes = disk_need;
+}
+
+}  // namespace
+
+TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options,
+                        size_t cache_slack) {
+  ASTERIA_CHECK(options.prefetch_distance >= 0, "runtime.tiers.prefetch_distance must be >= 0");
+  TierLayout t;
+  t.options = options;
+  std::vector<size_t> visiting;
+  list_states(specs, t, visiting);
+  const uint64_t device_budget = options.budget[0];
+  size_t total = 0;
+  for (const TierState& s : t.states) total += s.slot;
+  if (device_budget == kUnbounded || total <= device_budget) {
+    // Everything lives on the device; nothing moves.
+    for (TierState& s : t.states) {
+      home_on_device(t, s);
+      t.by_class[static_cast<int>(s.spec.cls)][0] += s.slot;
+    }
+    return t;
+  }
+  const size_t min_cache = cache_need(visiting, options.prefetch_distance) + cache_slack;
+  if (min_cache > device_budget) {
+    const int L = static_cast<int>(specs.size());
+    fail("runtime.tiers.device.bytes is ", bytes_text(device_budget), ", but the optimizer state of ",
+         std::min(L, options.prefetch_distance + 1), " layer(s) in flight (runtime.tiers.prefetch_distance ",
+         options.prefetch_distance, " + 1) needs ", bytes_text(min_cache), " of device memory",
+         cache_slack ? " (with room for the cache's fragmentation)" : "",
+         "; raise the device budget to at least that or lower the prefetch distance");
+  }
+  home_hot_states(t, visiting, device_budget, cache_slack);
+  t.device_cache_bytes = std::min<size_t>(device_budget - t.device_home_bytes, total - t.device_home_bytes);
+  home_the_rest(t, total);
   for (const TierState& s : t.states) t.by_class[static_cast<int>(s.spec.cls)][static_cast<int>(s.home)] += s.slot;
   return t;
 }

@@ -19,3 +19,13 @@ namespace asteria {
 std::string rank_visible_devices(int local_rank, int ranks_per_node, const char* visible);
 
 }  // namespace asteria
+
+namespace asteria {
+
+struct Topology;
+
+// runtime.backend cuda: narrows CUDA_VISIBLE_DEVICES to this rank's GPU (several ranks) and
+// checks that a device can be opened; an Error naming the rank and the reason when not.
+void select_rank_device(const Topology& topo, int rank, int world);
+
+}  // namespace asteria

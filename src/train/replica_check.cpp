@@ -39,4 +39,18 @@ void check_replicas_identical(Communicator& comm, int part, const std::vector<Te
     }
 }
 
+std::vector<TensorBits> owned_tensors(const std::vector<ParamTable>& tables, const std::function<const float*(int)>& params) {
+  std::vector<TensorBits> tensors;
+  for (int l = 0; l < static_cast<int>(tables.size()); ++l) {
+    const float* p = params(l);
+    for (const ParamEntry& e : tables[l].entries) {
+      std::string name = e.name;
+      if (e.tensor_rows > 0)
+        name += " (rows " + std::to_string(e.row_offset) + "-" + std::to_string(e.row_offset + e.shape[0] - 1) + ")";
+      tensors.push_back({std::move(name), p + e.offset, e.numel});
+    }
+  }
+  return tensors;
+}
+
 }  // namespace asteria

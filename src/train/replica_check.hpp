@@ -7,10 +7,12 @@
 // order) that differs, so a divergence is caught within check_every steps and traced to its
 // tensor. Cost: one pass over the parameters at memory speed (about 1 ms per 10 MB).
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "model/param_table.hpp"
 
 namespace asteria {
 
@@ -23,5 +25,9 @@ struct TensorBits {
 // part: which part of the model this rank holds (its rank in the shard group; 0 unsharded).
 void check_replicas_identical(Communicator& comm, int part, const std::vector<TensorBits>& tensors,
                               const std::string& when);
+
+// The tensors of this rank's part of every layer (`tables`: its owned tables), named as messages
+// show them (with their rows when a tensor is split), at params(l) + each entry's offset.
+std::vector<TensorBits> owned_tensors(const std::vector<ParamTable>& tables, const std::function<const float*(int)>& params);
 
 }  // namespace asteria

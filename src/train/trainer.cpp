@@ -31,7 +31,6 @@
 #include "runtime/worker_pool.hpp"
 #include "train/checkpoint/checkpoint_store.hpp"
 #include "train/checkpoint/checkpointer.hpp"
-#include "train/checkpoint/resume_check.hpp"
 #include "train/device_training.hpp"
 #include "train/estimates/flops.hpp"
 #include "train/estimates/memory_estimate.hpp"
@@ -40,6 +39,7 @@
 #include "train/metrics.hpp"
 #include "train/rank_device.hpp"
 #include "train/replica_check.hpp"
+#include "train/run_dir.hpp"
 #include "train/run_settings.hpp"
 #include "train/step_plan.hpp"
 #include "train/stop_signals.hpp"
@@ -118,7 +118,7 @@ struct Trainer::Impl {
   // Construction checks everything that can be wrong before anything is allocated or written.
   Impl(const Config& c, Communicator* world_comm) : cfg(c) {
     join_world(world_comm);
-    check_run_dir();
+    resume_dir = check_run_dir(cfg, writer());
     // Before anything model-sized is allocated: refuse a run the machine cannot hold.
     // (On the GPU every rank is a whole process's host side: fsdp none.)
     check_memory(cfg, world == 1 || cfg.runtime.backend == "cuda" ? process_memory(cfg) : rank_memory(cfg, world, topo.uniform ? topo.ranks_per_node : 1),
@@ -153,36 +153,7 @@ struct Trainer::Impl {
     check_supported(cfg);
     // Before any file is opened: a GPU run where there is none says so first. With several
     // ranks each sees only its own GPU, from before the process's first CUDA call.
-    if (cfg.runtime.backend != "cuda") return;
-    std::string where;
-    if (world > 1) {
-      const std::string mine = rank_visible_devices(topo.local_rank, topo.ranks_per_node, std::getenv("CUDA_VISIBLE_DEVICES"));
-      setenv("CUDA_VISIBLE_DEVICES", mine.c_str(), 1);
-      where = "rank " + std::to_string(rank) + " (local rank " + std::to_string(topo.local_rank) + " of " +
-              std::to_string(topo.ranks_per_node) + ", CUDA_VISIBLE_DEVICES=" + mine + "): ";
-    }
-    if (std::string why; !cuda_backend_available(&why)) fail("runtime.backend cuda: ", where, why);
-  }
-
-  // The checkpoint to resume from (and its config) or a run.dir free to start in: a refused
-  // resume changes nothing.
-  void check_run_dir() {
-    ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
-                  "made by `asteria-data encode`)");
-    resume_dir = resolve_resume(cfg);
-    // --resume latest with no checkpoint yet (a job stopped before its first one, requeued with
-    // the same command) starts the run again from scratch.
-    const bool restart = cfg.checkpoint.resume == "latest" && resume_dir.empty();
-    if (restart && writer())
-      std::fprintf(stderr, "asteria-train: note: no checkpoint under %s/checkpoints; starting fresh\n", cfg.run.dir.c_str());
-    if (!resume_dir.empty()) {
-      const Manifest m = read_manifest((fs::path(resume_dir) / "manifest.json").string());
-      const Config saved = load_config_text(m.config, resume_dir + "/manifest.json");
-      check_resume_compatible(saved, cfg, m, resume_dir);
-    } else if (!cfg.run.overwrite && !restart && fs::exists(fs::path(cfg.run.dir) / "metrics.jsonl")) {
-      fail("run.dir '", cfg.run.dir, "' already holds a run (metrics.jsonl); choose another run.dir, "
-           "set run.overwrite=true, or resume it (--resume latest)");
-    }
+    if (cfg.runtime.backend == "cuda") select_rank_device(topo, rank, world);
   }
 
   void open_data() {
@@ -325,37 +296,10 @@ struct Trainer::Impl {
   void check_replicas_identical(const std::string& when) {
     if (world == 1) return;
     target->download_params();   // the device's parameters into the image hashed here
-    const bool sharded = sharding->sharded();
-    std::vector<TensorBits> tensors;
-    for (int l = 0; l < model->num_layers(); ++l) {
-      const float* p = sharded ? sharding->shard_params(l) : model->params(l);
-      for (const ParamEntry& e : sharding->owned_tables()[l].entries) {
-        std::string name = e.name;
-        if (e.tensor_rows > 0)
-          name += " (rows " + std::to_string(e.row_offset) + "-" + std::to_string(e.row_offset + e.shape[0] - 1) + ")";
-        tensors.push_back({std::move(name), p + e.offset, e.numel});
-      }
-    }
+    const std::vector<TensorBits> tensors = owned_tensors(sharding->owned_tables(), [this](int l) {
+      return sharding->sharded() ? sharding->shard_params(l) : model->params(l);
+    });
     asteria::check_replicas_identical(*comm, sharding->group_rank(), tensors, when);
-  }
-
-  // Before the first step writes anything: stale checkpoint directories go, a resumed run's
-  // metrics are cut back to its checkpoint, and a fresh run with run.overwrite drops the old
-  // run's checkpoints (or `latest` would find them).
-  void prepare_run_dir(const fs::path& dir) {
-    const std::string root = (dir / "checkpoints").string();
-    if (resume_dir.empty() && cfg.run.overwrite && fs::exists(root)) {
-      std::fprintf(stderr, "asteria-train: note: run.overwrite: removing the checkpoints of the earlier run in %s\n",
-                   root.c_str());
-      fs::remove_all(root);
-    }
-    for (const std::string& p : remove_stale_checkpoints(root))
-      std::fprintf(stderr, "asteria-train: note: removed %s, an incomplete checkpoint\n", p.c_str());
-    if (!resume_dir.empty()) {
-      truncate_metrics_after((dir / "metrics.jsonl").string(), resumed.step);
-      std::fprintf(stderr, "asteria-train: resuming from %s (step %lld)\n", resume_dir.c_str(),
-                   static_cast<long long>(resumed.step));
-    }
   }
 
   // run.dir ready, with the resolved config and run_info.json (what the run measures against).
@@ -369,7 +313,7 @@ struct Trainer::Impl {
     r.tokens_per_step = static_cast<int64_t>(cfg.train.micro_batch) * cfg.train.grad_accum * cfg.model.seq_len * world;
     if (!writer()) return r;
     fs::create_directories(dir);
-    prepare_run_dir(dir);
+    prepare_run_dir(dir, cfg, resume_dir, resumed.step);
     write_text_durably(dir / "config.yaml", config_to_yaml(cfg));
     nlohmann::json info = {{"params", model->num_params()},
                            {"flops_per_token", r.flops_per_token},

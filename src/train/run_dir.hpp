@@ -1,0 +1,24 @@
+#pragma once
+// The run directory (run.dir) before a run writes into it: whether the run may start there (a
+// fresh run, or a resume whose checkpoint and config are compatible), and the cleanup before
+// its first step. Every rank checks; only the writing rank (rank 0) changes the directory.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "config/config.hpp"
+
+namespace asteria {
+
+// The checkpoint to resume from ("" for a fresh run), after checking it and its config against
+// `cfg`; refuses a fresh run in a run.dir that already holds one (unless run.overwrite). A
+// refused resume changes nothing. `writer`: this rank prints the notes.
+std::string check_run_dir(const Config& cfg, bool writer);
+
+// Before the first step writes anything: stale checkpoint directories go, a resumed run's
+// metrics are cut back to its checkpoint's step, and a fresh run with run.overwrite drops the
+// old run's checkpoints (or `latest` would find them).
+void prepare_run_dir(const std::filesystem::path& dir, const Config& cfg, const std::string& resume_dir,
+                     int64_t resumed_step);
+
+}  // namespace asteria
