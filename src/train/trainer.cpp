@@ -57,8 +57,8 @@ namespace asteria {
 namespace {
 
 TokenDtype data_dtype(const Config& cfg) {
-  if (cfg.data.dtype == "uint16") return TokenDtype::U16;
-  if (cfg.data.dtype == "uint32") return TokenDtype::U32;
+  if (cfg.data.dtype == TokenDtypeChoice::U16) return TokenDtype::U16;
+  if (cfg.data.dtype == TokenDtypeChoice::U32) return TokenDtype::U32;
   return token_dtype_for_vocab(cfg.model.vocab_size);
 }
 
@@ -80,10 +80,10 @@ int compute_threads(const Config& cfg) { return cfg.runtime.threads > 0 ? cfg.ru
 // own, i.e. the compute lane's threads and the workers together fit the machine's cores; else
 // the root jobs run in parts on the compute lane (on a CPU-only box whose cores the compute lane
 // already uses, workers only take cycles from its OpenMP team, which then waits at its barriers).
-std::string shadow_lane(const Config& cfg) {
-  const std::string& lane = cfg.runtime.shadow.lane;
-  if (lane != "auto") return lane;
-  return compute_threads(cfg) + cfg.runtime.shadow.threads <= omp_get_num_procs() ? "workers" : "compute";
+ShadowLane shadow_lane(const Config& cfg) {
+  const ShadowLane lane = cfg.runtime.shadow.lane;
+  if (lane != ShadowLane::Auto) return lane;
+  return compute_threads(cfg) + cfg.runtime.shadow.threads <= omp_get_num_procs() ? ShadowLane::Workers : ShadowLane::Compute;
 }
 
 // The process's peak resident memory so far (getrusage; Linux reports KiB).
@@ -132,7 +132,7 @@ struct Trainer::Impl {
   std::string resume_dir;                       // the checkpoint restored, or ""
   ResumePoint resumed;
   ModelStepOps model_ops{cfg.model.tied_embeddings,
-                         model_recomputed_layers(cfg.model, cfg.train.checkpointing())};
+                         model_recomputed_layers(cfg.model, cfg.train.recompute())};
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
   Plan plan;
@@ -165,7 +165,7 @@ struct Trainer::Impl {
     check_supported(cfg);
     // Before any file is opened: a GPU run where there is none says so first. With several
     // ranks each sees only its own GPU, from before the process's first CUDA call.
-    if (cfg.runtime.backend == "cuda") {
+    if (cfg.runtime.backend == BackendKind::Cuda) {
       std::string where;
       if (world > 1) {
         const std::string mine = rank_visible_devices(topo.local_rank, topo.ranks_per_node, std::getenv("CUDA_VISIBLE_DEVICES"));
@@ -180,7 +180,7 @@ struct Trainer::Impl {
     resume_dir = resolve_resume(cfg);
     // --resume latest with no checkpoint yet (a job stopped before its first one, requeued with
     // the same command) starts the run again from scratch.
-    const bool restart = cfg.checkpoint.resume == "latest" && resume_dir.empty();
+    const bool restart = cfg.checkpoint.resume_latest() && resume_dir.empty();
     if (restart && writer())
       std::fprintf(stderr, "asteria-train: note: no checkpoint under %s/checkpoints; starting fresh\n", cfg.run.dir.c_str());
     if (!resume_dir.empty()) {
@@ -194,7 +194,7 @@ struct Trainer::Impl {
     }
     // Before anything model-sized is allocated: refuse a run the machine cannot hold.
     // (On the GPU every rank is a whole process's host side: fsdp none.)
-    check_memory(cfg, world == 1 || cfg.runtime.backend == "cuda" ? process_memory(cfg) : rank_memory(cfg, world, topo.uniform ? topo.ranks_per_node : 1),
+    check_memory(cfg, world == 1 || cfg.runtime.backend == BackendKind::Cuda ? process_memory(cfg) : rank_memory(cfg, world, topo.uniform ? topo.ranks_per_node : 1),
                  topo.ranks_per_node);
     set_threads(cfg.runtime.threads);
     const TokenDtype dtype = data_dtype(cfg);
@@ -213,7 +213,7 @@ struct Trainer::Impl {
     sharding = std::make_unique<Sharding>(cfg.distributed.fsdp, topo, tables, cfg.optim.max_preconditioner_dim);
     if (sharding->sharded()) {
       // ZeRO-3: the model runs on whole-layer buffers bound in flight; a rank keeps only its shards.
-      model = std::make_unique<Model<float>>(cfg.model, B, Model<float>::Storage::Bound, cfg.train.checkpointing());
+      model = std::make_unique<Model<float>>(cfg.model, B, Model<float>::Storage::Bound, cfg.train.recompute());
       const int L = model->num_layers();
       const bool tied = cfg.model.tied_embeddings;
       param_slots = std::make_unique<LayerSlots>("parameter", ShardingPlanOps::param_buffers(cfg.distributed.prefetch, L, tied),
@@ -230,8 +230,8 @@ struct Trainer::Impl {
       }
     } else {
       // On the GPU the host keeps the parameters only, the image the device starts from.
-      const auto storage = cfg.runtime.backend == "cuda" ? Model<float>::Storage::Image : Model<float>::Storage::Owned;
-      model = std::make_unique<Model<float>>(cfg.model, B, storage, cfg.train.checkpointing());
+      const auto storage = cfg.runtime.backend == BackendKind::Cuda ? Model<float>::Storage::Image : Model<float>::Storage::Owned;
+      model = std::make_unique<Model<float>>(cfg.model, B, storage, cfg.train.recompute());
       model->init(cfg.seed);
     }
     const std::vector<ParamTable>& owned = sharding->owned_tables();
@@ -246,7 +246,7 @@ struct Trainer::Impl {
     if (second_order && sharding->sharded()) second_order->follow_whole_model(tables);
     // On the GPU the device side is allocated now and filled after the restore below; a
     // second-order optimizer's refreshes are then the device twin's (snapshots of device state).
-    if (cfg.runtime.backend == "cuda") {
+    if (cfg.runtime.backend == BackendKind::Cuda) {
       device = make_device_training(cfg, *model, *optimizer);
       if (second_order) second_order = device->second_order();
     } else {
@@ -262,10 +262,10 @@ struct Trainer::Impl {
         sharding->use_device_replicas(*device_replicas);
       }
     }
-    if (cfg.runtime.mode == "asteria" && second_order) {
-      const std::string lane = shadow_lane(cfg);
+    if (cfg.runtime.mode == RuntimeMode::Asteria && second_order) {
+      const ShadowLane lane = shadow_lane(cfg);
       // The workers compute on the host (workers), or hand the jobs to the GPU's solvers (device).
-      if (lane != "compute") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
+      if (lane != ShadowLane::Compute) pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
       // Replicas of this rank's blocks (fsdp none, or hybrid across nodes): one owner computes each.
       if (Communicator* replicas = sharding->replicas()) {
         std::vector<std::vector<MatrixBlock>> blocks;
@@ -276,7 +276,7 @@ struct Trainer::Impl {
       }
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get(),
-                                                /*in_place=*/lane == "device");
+                                                /*in_place=*/lane == ShadowLane::Device);
     }
     executor = std::make_unique<Executor>(pool.get());
     grad_sq.assign(model->num_layers(), 0.0);
@@ -501,11 +501,11 @@ struct Trainer::Impl {
                                                                    : "unknown GPU: set run.peak_flops")
                                                        : "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"},
                              {"backend", device ? device->device_name() : "cpu"},
-                             {"precision", cfg.runtime.precision},
+                             {"precision", to_string(cfg.runtime.precision)},
                              {"threads", threads},
                              {"blas", blas_report()},
                              {"tokens_per_step", tokens_per_step}};
-      if (shadow) info["shadow_lane"] = shadow_lane(cfg);
+      if (shadow) info["shadow_lane"] = to_string(shadow_lane(cfg));
       info["ranks"] = world;
       if (writer()) write_text_durably(dir / "run_info.json", info.dump(2) + "\n");
     }
@@ -743,7 +743,7 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   const std::vector<std::string> names = model_layer_names(cfg.model);
   const int L = static_cast<int>(tables.size());
   ModelStepOps model_ops(cfg.model.tied_embeddings,
-                         model_recomputed_layers(cfg.model, cfg.train.checkpointing()));
+                         model_recomputed_layers(cfg.model, cfg.train.recompute()));
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
   builder.add_contributor(&model_ops);
@@ -757,7 +757,7 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
     const PlannedWorld& w = world->world;
     sharding_ops = std::make_unique<ShardingPlanOps>(w.sharded(), w.reduces(), cfg.distributed.prefetch, cfg.model.tied_embeddings);
     builder.add_contributor(sharding_ops.get());
-    comm_note = "comm lane: world " + std::to_string(w.world) + ", distributed.fsdp " + w.mode + " (shard group of " +
+    comm_note = "comm lane: world " + std::to_string(w.world) + ", distributed.fsdp " + to_string(w.mode) + " (shard group of " +
                 std::to_string(w.group) + ", " + std::to_string(w.replicas) + " replica(s)); " +
                 (w.sharded() ? "gathers " + std::to_string(cfg.distributed.prefetch) + " layer(s) ahead, in " +
                                    std::to_string(ShardingPlanOps::param_buffers(cfg.distributed.prefetch, L, cfg.model.tied_embeddings)) +
@@ -770,7 +770,7 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   std::unique_ptr<RootJobPlacement> placement;
   std::unique_ptr<ShadowPlanOps> shadow_ops;
   std::string note;
-  if (cfg.optim.name != "adamw") {
+  if (cfg.optim.name != OptimizerKind::AdamW) {
     std::vector<std::vector<MatrixBlock>> blocks;
     std::vector<int> counts;
     for (int l = 0; l < L; ++l) {
@@ -783,17 +783,17 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
     for (int l = 0; l < L; ++l)
       for (int b = 0; b < counts[l]; ++b) due += schedule->due(l, b, step);
     const ShadowDelay delay = shadow_delay(cfg);
-    const std::string lane = shadow_lane(cfg);
-    const bool workers = lane != "compute";
+    const ShadowLane lane = shadow_lane(cfg);
+    const bool workers = lane != ShadowLane::Compute;
     note = "refreshes at this step: " + std::to_string(due) + " block(s) (" +
-           (cfg.runtime.mode == "asteria"
+           (cfg.runtime.mode == RuntimeMode::Asteria
                 ? "shadow pipeline, delay " + std::to_string(delay.at(step)) + ", root jobs on the " +
-                      (lane == "device"  ? "workers, by the GPU's solvers"
+                      (lane == ShadowLane::Device ? "workers, by the GPU's solvers"
                        : workers        ? "host workers"
                                         : "compute lane, in parts")
                 : std::string("native: inline in optim_step")) +
            ")\n";
-    if (cfg.runtime.mode == "asteria") {
+    if (cfg.runtime.mode == RuntimeMode::Asteria) {
       if (!workers && delay.delay > 0)
         placement = std::make_unique<RootJobPlacement>(*schedule, refresh_part_costs(cfg.optim.name, blocks), delay,
                                                        compute_threads(cfg));

@@ -4,6 +4,8 @@
 // every optimizer. Without compensation such a decay rounds away at every step.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <cmath>
 #include <memory>
 #include <random>
@@ -15,6 +17,13 @@ using namespace asteria;
 
 namespace {
 
+// The optimizer a test case names as optim.name spells it.
+OptimizerKind optimizer_named(const std::string& name) {
+  for (OptimizerKind k : {OptimizerKind::AdamW, OptimizerKind::Shampoo, OptimizerKind::Soap, OptimizerKind::KlShampoo})
+    if (name == to_string(k)) return k;
+  throw std::invalid_argument("no optimizer named " + name);
+}
+
 std::unique_ptr<Optimizer> make(const std::string& algo, double wd, const std::vector<ParamTable>& layers,
                                 bool compensated) {
   if (algo == "adamw") {
@@ -24,7 +33,7 @@ std::unique_ptr<Optimizer> make(const std::string& algo, double wd, const std::v
     return std::make_unique<AdamW>(p, layers);
   }
   SecondOrderParams p;
-  p.algorithm = algo;
+  p.algorithm = optimizer_named(algo);
   p.weight_decay = wd;
   p.precond.precondition_frequency = 10;
   p.precond.shampoo_beta = 0.95;
