@@ -141,7 +141,8 @@ void visit(V& v, TrainConfig& t) {
   v.field("micro_batch", t.micro_batch, at_least(1));
   v.field("grad_accum", t.grad_accum, at_least(1));
   v.field("eval_every", t.eval_every, at_least(0));
-  v.choice("schedule", t.schedule, named({ScheduleKind::Cosine, ScheduleKind::Linear, ScheduleKind::Constant}), kQuoted);
+  v.choice("schedule", t.schedule, named({ScheduleKind::Cosine, ScheduleKind::Linear, ScheduleKind::Constant}),
+           kQuoted);
   v.field("warmup_steps", t.warmup_steps, at_least(0));
   v.field("final_lr_fraction", t.final_lr_fraction, in_range(0, 1));
   v.field("stop_after", t.stop_after, at_least(0));

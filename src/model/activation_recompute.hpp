@@ -3,8 +3,9 @@
 // blocks keep their activations from their forward to their backward. A block that does not
 // keeps only its input (the residual stream x_{l-1}, which the model keeps anyway) and runs its
 // forward again just before its backward (Model::recompute, a `recompute` op in the plan), into
-// one activation buffer that all such blocks share. The recompute repeats the forward's operations on the same inputs and
-// buffers, so the gradients are bit-identical to a run without recompute.
+// one activation buffer that all such blocks share. The recompute repeats the forward's
+// operations on the same inputs and buffers, so the gradients are bit-identical to a run without
+// recompute.
 #include <string>
 
 namespace asteria {

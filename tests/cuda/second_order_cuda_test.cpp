@@ -8,11 +8,10 @@
 // change, moment, install or update is off by tens of percents). Skipped without a device.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
-
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "core/cuda/device_buffer.hpp"

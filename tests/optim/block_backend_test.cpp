@@ -6,9 +6,8 @@
 // CUDA backend itself is checked against the host in tests/cuda/second_order_cuda_test.cpp.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
-
 #include <algorithm>
+#include <stdexcept>
 
 #include <omp.h>
 

@@ -2,13 +2,12 @@
 // failure paths.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
-
 #include <omp.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "optim/second_order.hpp"

@@ -4,11 +4,10 @@
 // every optimizer. Without compensation such a decay rounds away at every step.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
-
 #include <cmath>
 #include <memory>
 #include <random>
+#include <stdexcept>
 
 #include "optim/adamw.hpp"
 #include "optim/second_order.hpp"

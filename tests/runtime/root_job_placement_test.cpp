@@ -3,11 +3,10 @@
 // delay so that the batches are short and even.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
-
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 #include <tuple>
 
 #include "../optim/bench_small_blocks.hpp"
