@@ -215,7 +215,8 @@ int main(int argc, char** argv) {
         }
       }
       // refresh_part_costs lists the left factor's parts first: a square block's first half.
-      for (const auto& [name, parts, algo] : {std::tuple{"qr_refresh", &qr, "soap"}, std::tuple{"inverse_root", &root, "shampoo"}}) {
+      for (const auto& [name, parts, algo] : {std::tuple{"qr_refresh", &qr, asteria::OptimizerKind::Soap},
+                                                std::tuple{"inverse_root", &root, asteria::OptimizerKind::Shampoo}}) {
         const std::vector<double> assumed = asteria::refresh_part_costs(algo, d->n, d->n);
         double total = 0, assumed_total = 0;
         for (size_t k = 0; k < parts->size(); ++k) total += median((*parts)[k]), assumed_total += assumed[k];

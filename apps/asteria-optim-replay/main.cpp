@@ -80,7 +80,7 @@ void replay(const asteria::Config& cfg, const std::string& input, const std::str
   }
   std::filesystem::rename(tmp, output);
   std::printf("replayed %zu steps of %zu parameters with %s into %s\n", steps.size(), names.size(),
-              cfg.optim.name.c_str(), output.c_str());
+              asteria::to_string(cfg.optim.name), output.c_str());
 }
 
 }  // namespace

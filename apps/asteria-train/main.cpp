@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     asteria::Config cfg = asteria::load_config(config_path, overrides);
     // The right BLAS kernels for this CPU, before MPI and any BLAS call (runtime.blas; may
     // re-execute this process: core/cpu/blas_kernels.hpp).
-    if (const std::string line = asteria::ensure_blas_kernels(argv, cfg.runtime.blas == "auto"); !line.empty())
+    if (const std::string line = asteria::ensure_blas_kernels(argv, cfg.runtime.blas == asteria::BlasKernels::Auto); !line.empty())
       std::fprintf(stderr, "%s\n", line.c_str());
     for (const std::string& note : cfg.notes) std::fprintf(stderr, "asteria-train: note: %s\n", note.c_str());
     if (dry_run) {

@@ -8,7 +8,7 @@
 // operands (bf16, the training default on the GPU, or fp32; values are stored in fp32 either way).
 // JSON on stdout.
 //   bench_model_cuda [--preset olmo-1b] [--micro-batch 4] [--steps 10] [--attention tiled|full]
-//                    [--head-chunk 2048] [--checkpointing none|blocks] [--precision bf16|fp32]
+//                    [--head-chunk 2048] [--recompute none|blocks] [--precision bf16|fp32]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -33,20 +33,20 @@ namespace {
 using namespace asteria;
 
 struct Options {
-  std::string preset, attention, checkpointing, precision, backend_name;
+  std::string preset, attention, recompute, precision, backend_name;
   int micro_batch, steps, head_chunk;
   double peak, fp32_peak;
 };
 
 template <class Ops>
-nlohmann::json run(const ModelConfig& cfg, const ActivationCheckpointing& ckpt, const Options& o) {
-  const auto& [preset, attention, checkpointing, precision, backend_name, micro_batch, steps, head_chunk, peak,
+nlohmann::json run(const ModelConfig& cfg, const ActivationRecompute& recompute_mode, const Options& o) {
+  const auto& [preset, attention, recompute, precision, backend_name, micro_batch, steps, head_chunk, peak,
                fp32_peak] = o;
   const int N = micro_batch * cfg.seq_len;
   size_t free0 = 0, total = 0;
   ASTERIA_CUDA_CHECK(cudaMemGetInfo(&free0, &total));
 
-  Model<float, Ops> model(cfg, micro_batch, Model<float, Ops>::Storage::Owned, ckpt);
+  Model<float, Ops> model(cfg, micro_batch, Model<float, Ops>::Storage::Owned, recompute_mode);
   model.init(1);
   std::vector<int32_t> inputs(N), targets(N);
   for (int i = 0; i < N; i++) {
@@ -92,7 +92,7 @@ nlohmann::json run(const ModelConfig& cfg, const ActivationCheckpointing& ckpt, 
   nlohmann::json out = {
       {"backend", backend_name}, {"preset", preset}, {"micro_batch", micro_batch}, {"seq_len", cfg.seq_len},
       {"precision", precision + " GEMM operands (values stored in fp32; fp32 GEMMs without TF32)"},
-      {"attention", attention}, {"head_chunk", head_chunk}, {"checkpointing", checkpointing},
+      {"attention", attention}, {"head_chunk", head_chunk}, {"recompute", recompute},
       {"params", model.num_params()}, {"loss", loss}, {"steps", steps},
       {"step_s_median", median}, {"step_s_p99", p99}, {"step_s_max", sorted.back()},
       {"forward_s_median", fwd_s[fwd_s.size() / 2]},
@@ -109,7 +109,7 @@ nlohmann::json run(const ModelConfig& cfg, const ActivationCheckpointing& ckpt, 
 
 int main(int argc, char** argv) {
   using namespace asteria;
-  std::string preset = "olmo-1b", attention = "tiled", checkpointing = "none", precision = "bf16";
+  std::string preset = "olmo-1b", attention = "tiled", recompute = "none", precision = "bf16";
   int micro_batch = 4, steps = 10, head_chunk = 2048;
   double peak = 989, fp32_peak = 67;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     else if (k == "--steps") steps = std::atoi(v.c_str());
     else if (k == "--attention") attention = v;
     else if (k == "--head-chunk") head_chunk = std::atoi(v.c_str());
-    else if (k == "--checkpointing") checkpointing = v;
+    else if (k == "--recompute") recompute = v;
     else if (k == "--precision") precision = v;
     else if (k == "--peak-tflops") peak = std::atof(v.c_str());
     else if (k == "--fp32-peak-tflops") fp32_peak = std::atof(v.c_str());
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (steps < 1 || micro_batch < 1 || (attention != "tiled" && attention != "full") ||
-      (checkpointing != "none" && checkpointing != "blocks") || (precision != "bf16" && precision != "fp32")) {
+      (recompute != "none" && recompute != "blocks") || (precision != "bf16" && precision != "fp32")) {
     std::fprintf(stderr, "bench_model_cuda: bad option value\n");
     return 2;
   }
@@ -142,10 +142,10 @@ int main(int argc, char** argv) {
   ModelConfig cfg = model_preset(preset);
   cfg.attention = attention == "tiled" ? AttentionKind::Tiled : AttentionKind::Full;
   cfg.head_chunk = head_chunk;
-  ActivationCheckpointing ckpt;
-  ckpt.mode = checkpointing == "blocks" ? ActivationCheckpointing::Mode::Blocks : ActivationCheckpointing::Mode::None;
-  const Options o{preset, attention, checkpointing, precision, backend->name(), micro_batch, steps, head_chunk, peak, fp32_peak};
-  const nlohmann::json out = precision == "bf16" ? run<CudaBf16Ops>(cfg, ckpt, o) : run<CudaOps>(cfg, ckpt, o);
+  ActivationRecompute recompute_mode;
+  recompute_mode.mode = recompute == "blocks" ? ActivationRecompute::Mode::Blocks : ActivationRecompute::Mode::None;
+  const Options o{preset, attention, recompute, precision, backend->name(), micro_batch, steps, head_chunk, peak, fp32_peak};
+  const nlohmann::json out = precision == "bf16" ? run<CudaBf16Ops>(cfg, recompute_mode, o) : run<CudaOps>(cfg, recompute_mode, o);
   std::printf("%s\n", out.dump(1).c_str());
   return 0;
 }

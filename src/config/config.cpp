@@ -96,7 +96,7 @@ class Reader {
   }
 
   template <class E>
-  void choice(const char* key, E& out, std::vector<std::pair<std::string, E>> names) {
+  void choice(const char* key, E& out, std::vector<std::pair<std::string, E>> names, bool /*quoted*/ = false) {
     std::string s;
     std::vector<std::string> all;
     for (auto& [name, e] : names) all.push_back(name);
@@ -194,9 +194,13 @@ class Writer {
     else out_ << v;
   }
   template <class E>
-  void choice(const char* key, const E& v, std::vector<std::pair<std::string, E>> names) {
-    for (auto& [name, e] : names)
-      if (e == v) out_ << YAML::Key << key << YAML::Value << name;
+  void choice(const char* key, const E& v, std::vector<std::pair<std::string, E>> names, bool quoted = false) {
+    for (auto& [name, e] : names) {
+      if (e != v) continue;
+      out_ << YAML::Key << key << YAML::Value;
+      if (quoted) out_ << YAML::DoubleQuoted;
+      out_ << name;
+    }
   }
   template <class S>
   void section(const char* key, S& sub) {
@@ -219,8 +223,44 @@ class Writer {
   YAML::Emitter& out_;
 };
 
+// Keys renamed since; the old name is still read, as the new one, with a note naming the new one
+// (configs and --set lines written before, and the configs saved in older checkpoints).
+struct RenamedKey {
+  const char* section;
+  const char* old_key;
+  const char* new_key;
+};
+constexpr RenamedKey kRenamedKeys[] = {
+    // "checkpoint" means a saved run only; the recompute of activations has its own name.
+    {"train", "activation_checkpointing", "activation_recompute"},
+    {"train", "checkpoint_every_k", "recompute_every_k"},
+};
+
+std::string renamed_note(const std::string& where, const RenamedKey& k) {
+  return detail::concat(where, ": ", k.section, ".", k.old_key, " is now ", k.section, ".", k.new_key,
+                        "; read as ", k.new_key);
+}
+
+// Moves each old key of the tree to its new name (an error when both are set).
+void rename_old_keys(YAML::Node& root, const Origins& origins, std::vector<std::string>& notes) {
+  for (const RenamedKey& k : kRenamedKeys) {
+    const YAML::Node const_root = root;   // const: looking does not insert the section
+    const YAML::Node section = const_root[k.section];
+    if (!section || !section.IsMap() || !section[k.old_key]) continue;
+    const std::string old_path = std::string(k.section) + "." + k.old_key;
+    const std::string where = origins.where(old_path, section[k.old_key]);
+    if (section[k.new_key])
+      fail(where, ": '", old_path, "' is the old name of '", k.section, ".", k.new_key,
+           "', which is set as well; keep only ", k.new_key);
+    YAML::Node writable = root[k.section];
+    writable[k.new_key] = writable[k.old_key];
+    writable.remove(k.old_key);
+    notes.push_back(renamed_note(where, k));
+  }
+}
+
 // Applies "a.b.c=value" onto the tree, creating sections as needed.
-void apply_override(YAML::Node& root, const std::string& arg, Origins& origins) {
+void apply_override(YAML::Node& root, const std::string& arg, Origins& origins, std::vector<std::string>& notes) {
   auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0)
     fail("--set ", excerpt(arg), ": expected KEY=VALUE with a dotted key, e.g. optim.lr=1e-3");
@@ -232,6 +272,12 @@ void apply_override(YAML::Node& root, const std::string& arg, Origins& origins) 
     if (p.empty()) fail("--set ", excerpt(arg), ": empty component in key '", excerpt(key), "'");
     parts.push_back(p);
   }
+  for (const RenamedKey& k : kRenamedKeys)
+    if (parts.size() == 2 && parts[0] == k.section && parts[1] == k.old_key) {
+      notes.push_back(renamed_note("--set " + excerpt(arg), k));
+      parts[1] = k.new_key;
+      key = parts[0] + "." + parts[1];
+    }
   YAML::Node cur = root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     YAML::Node next = cur[parts[i]];
@@ -257,10 +303,14 @@ Config read_tree(YAML::Node root, const std::string& source,
   Origins origins{source, {}};
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) fail(source, ": the top level must be a mapping of sections");
-  for (auto& o : overrides) apply_override(root, o, origins);
+  std::vector<std::string> notes;
+  rename_old_keys(root, origins, notes);
+  for (auto& o : overrides) apply_override(root, o, origins, notes);
+  rename_old_keys(root, origins, notes);   // an old key inside a whole section given by --set
 
   Config cfg;
   cfg.source = source;
+  cfg.notes = std::move(notes);
   std::set<std::string> known = {"seed"};
   if (const YAML::Node s = root["seed"]) {
     int64_t seed = 0;
@@ -278,14 +328,10 @@ Config read_tree(YAML::Node root, const std::string& source,
     }
   }
   // The optimizer's name sets the optimizer's defaults before its fields are read.
-  if (const YAML::Node o = root["optim"]; o && o.IsMap() && o["name"]) {
-    const YAML::Node nm = o["name"];
-    try {
-      cfg.optim = optim_defaults(nm.Scalar());
-    } catch (const Error& e) {
-      fail(origins.where("optim.name", nm), ": 'optim.name': ", e.what());
-    }
-  }
+  // An unknown name is refused, with the choices, when the section is read.
+  if (const YAML::Node o = root["optim"]; o && o.IsMap() && o["name"] && o["name"].IsScalar())
+    for (const auto& [name, kind] : schema::optimizer_kinds())
+      if (name == o["name"].Scalar()) cfg.optim = optim_defaults(kind);
   schema::for_each_section(cfg, [&](const std::string& name, auto& section) {
     known.insert(name);
     const YAML::Node n = root[name];
@@ -324,12 +370,14 @@ Config read_tree(YAML::Node root, const std::string& source,
     cfg.distributed.check_every_step = false;
   }
   // Asteria mode staggers the refreshes unless told not to; native keeps the reference schedule.
-  if (cfg.runtime.stagger == "auto") cfg.runtime.stagger = cfg.runtime.mode == "asteria" ? "true" : "false";
+  RuntimeConfig& rt = cfg.runtime;
+  if (rt.stagger == Stagger::Auto) rt.stagger = rt.mode == RuntimeMode::Asteria ? Stagger::On : Stagger::Off;
   // The GPU computes its GEMMs on bf16 operands (docs/DESIGN.md "Precision"); the CPU in fp32.
-  if (cfg.runtime.precision == "auto") cfg.runtime.precision = cfg.runtime.backend == "cuda" ? "bf16" : "fp32";
-  if (cfg.runtime.precision == "bf16" && cfg.runtime.backend != "cuda")
+  if (rt.precision == ComputePrecision::Auto)
+    rt.precision = rt.backend == BackendKind::Cuda ? ComputePrecision::Bf16 : ComputePrecision::Fp32;
+  if (rt.precision == ComputePrecision::Bf16 && rt.backend != BackendKind::Cuda)
     fail(source, ": runtime.precision bf16 needs runtime.backend cuda (the CPU backend computes in fp32)");
-  if (cfg.runtime.shadow.lane == "device" && cfg.runtime.backend != "cuda")
+  if (rt.shadow.lane == ShadowLane::Device && rt.backend != BackendKind::Cuda)
     fail(source, ": runtime.shadow.lane device needs runtime.backend cuda (the refreshes by the GPU's solvers); "
          "on the CPU use workers, compute or auto");
   // Staleness alone keeps SOAP's bases up to S periods old while they still turn fast (+11 % final
@@ -338,8 +386,7 @@ Config read_tree(YAML::Node root, const std::string& source,
     cfg.runtime.coherence.tolerance = cfg.runtime.coherence.staleness > 1 ? CoherenceRule::kDefaultTolerance : 0.0;
   // A dropped version's owner continues from it (runtime/shadow.hpp): it must know a refresh's
   // decision, made at its publish step, before the block's next refresh F steps later.
-  const RuntimeConfig& rt = cfg.runtime;
-  if (rt.coherence.staleness > 1 && (cfg.optim.name == "soap" || cfg.optim.name == "kl_shampoo") &&
+  if (rt.coherence.staleness > 1 && (cfg.optim.name == OptimizerKind::Soap || cfg.optim.name == OptimizerKind::KlShampoo) &&
       rt.shadow.delay > cfg.optim.precondition_frequency)
     fail(source, ": runtime.coherence.staleness ", rt.coherence.staleness, " needs runtime.shadow.delay (", rt.shadow.delay,
          ") <= optim.precondition_frequency (", cfg.optim.precondition_frequency,
@@ -413,15 +460,15 @@ uint64_t parse_byte_size(const std::string& text) {
 }
 
 void check_supported(const Config& cfg) {
-  if (cfg.optim.name == "adamw" && cfg.optim.beta2 >= 1.0)
+  if (cfg.optim.name == OptimizerKind::AdamW && cfg.optim.beta2 >= 1.0)
     fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
   if (cfg.distributed.world_size > 0) check_supported_world(cfg, cfg.distributed.world_size);
 }
 
 void check_supported_world(const Config& cfg, int world) {
-  if (cfg.runtime.backend == "cuda" && world > 1 && cfg.distributed.fsdp != "none")
+  if (cfg.runtime.backend == BackendKind::Cuda && world > 1 && cfg.distributed.fsdp != FsdpMode::None)
     fail(cfg.source, ": runtime.backend cuda with ", world, " ranks needs distributed.fsdp none (each rank the whole "
-         "model on its own GPU, gradients all-reduced over NCCL); sharding on the GPU (fsdp ", cfg.distributed.fsdp,
+         "model on its own GPU, gradients all-reduced over NCCL); sharding on the GPU (fsdp ", to_string(cfg.distributed.fsdp),
          ") is not built yet");
 }
 

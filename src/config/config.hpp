@@ -12,16 +12,37 @@
 #include <utility>
 #include <vector>
 
-#include "model/activation_checkpointing.hpp"
+#include "core/backend.hpp"
+#include "data/token_file.hpp"
+#include "fsdp/fsdp_mode.hpp"
+#include "model/activation_recompute.hpp"
 #include "model/model_config.hpp"
 #include "optim/optim_config.hpp"
+#include "runtime/runtime_options.hpp"
 
 namespace asteria {
+
+// train.schedule: the shape of the learning rate after the warm-up (train/lr_schedule.hpp, which
+// is above the config).
+enum class ScheduleKind { Cosine, Linear, Constant };
+// runtime.blas: Auto switches a generic BLAS fallback to the best kernels the CPU supports
+// (core/cpu/blas_kernels.hpp, after a self-check); AsIs keeps the library's choice.
+enum class BlasKernels { Auto, AsIs };
+
+inline const char* to_string(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::Cosine: return "cosine";
+    case ScheduleKind::Linear: return "linear";
+    case ScheduleKind::Constant: return "constant";
+  }
+  return "?";
+}
+inline const char* to_string(BlasKernels b) { return b == BlasKernels::AsIs ? "as-is" : "auto"; }
 
 struct DataConfig {
   std::string train;            // token file for training (required to train)
   std::string eval;             // token file for evaluation ("" = no eval)
-  std::string dtype = "auto";   // auto (from the vocab), uint16, uint32
+  TokenDtypeChoice dtype = TokenDtypeChoice::Auto;
   int eval_batches = 8;         // fixed eval batches of train.micro_batch instances
 };
 
@@ -30,22 +51,17 @@ struct TrainConfig {
   int micro_batch = 8;          // instances per micro-batch
   int grad_accum = 1;           // micro-batches per optimizer step
   int eval_every = 0;           // 0 = only at the end (when data.eval is set)
-  std::string schedule = "cosine";   // cosine, linear, constant
+  ScheduleKind schedule = ScheduleKind::Cosine;
   int64_t warmup_steps = 0;
   double final_lr_fraction = 0.1;    // lr at the last step = lr * this
   int64_t stop_after = 0;       // stop (with a checkpoint) after this step, the schedule still
                                 // that of train.steps; 0 = run to train.steps
   // Which blocks recompute their activations for the backward instead of keeping them
-  // (model/activation_checkpointing.hpp): none, blocks (all), every_k (blocks 0, k, 2k, ...).
-  std::string activation_checkpointing = "none";
-  int checkpoint_every_k = 2;
-  ActivationCheckpointing checkpointing() const {
-    using M = ActivationCheckpointing::Mode;
-    return {activation_checkpointing == "blocks"    ? M::Blocks
-            : activation_checkpointing == "every_k" ? M::EveryK
-                                                    : M::None,
-            checkpoint_every_k};
-  }
+  // (model/activation_recompute.hpp): none, blocks (all), every_k (blocks 0, k, 2k, ...).
+  // Formerly activation_checkpointing / checkpoint_every_k, still read (with a note).
+  ActivationRecompute::Mode activation_recompute = ActivationRecompute::Mode::None;
+  int recompute_every_k = 2;
+  ActivationRecompute recompute() const { return {activation_recompute, recompute_every_k}; }
 };
 
 // The shadow pipeline (runtime.mode asteria): roots / bases on host workers, published with a
@@ -54,11 +70,11 @@ struct TrainConfig {
 // D = 1 leaves root jobs unfinished at their publish step (stalls); D = 3 with 2 workers does not.
 struct ShadowConfig {
   int threads = 2;              // host worker threads (low OS priority)
-  std::string lane = "auto";    // workers: root jobs on the host workers; compute: in parts, in a
-                                // batch on the compute lane's threads (same results); device
-                                // (runtime.backend cuda): the workers hand each job to the GPU's
-                                // solvers (cuSOLVER) on a low-priority stream of their own; auto:
-                                // workers when they have cores of their own, else compute
+  // workers: root jobs on the host workers; compute: in parts, in a batch on the compute lane's
+  // threads (same results); device (runtime.backend cuda): the workers hand each job to the GPU's
+  // solvers (cuSOLVER) on a low-priority stream of their own; auto: workers when they have cores
+  // of their own, else compute.
+  ShadowLane lane = ShadowLane::Auto;
   int64_t delay = 3;            // D: a snapshot of step t is published at step t + D
   int64_t sync_steps = -1;      // refreshes opened at steps <= this publish at once (the bases
                                 // move fastest early); -1 = train.warmup_steps
@@ -93,19 +109,19 @@ struct CoherenceConfig {
 };
 
 struct RuntimeConfig {
-  std::string mode = "native";  // native: roots inline (the baseline); asteria: shadow pipeline
+  RuntimeMode mode = RuntimeMode::Native;  // native: roots inline (the baseline); asteria: shadow pipeline
   // Where the model and the optimizer's update run: cpu, or cuda (the CUDA backend, device 0;
   // one rank, AdamW in this version: train/device_training.hpp).
-  std::string backend = "cpu";
+  BackendKind backend = BackendKind::Cpu;
   // The GEMMs' operands: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (cuda only: the linear
   // layers' operands rounded to bf16, fp32 accumulation, everything stored in fp32). Resolved
-  // when the config loads: never "auto" after.
-  std::string precision = "auto";
+  // when the config loads: never auto after.
+  ComputePrecision precision = ComputePrecision::Auto;
   int threads = 0;              // 0 = all cores
   // Spread the blocks' refreshes over the F steps: auto (on in asteria mode, off in native, the
-  // reference schedule), true or false. Resolved when the config loads: never "auto" after.
-  std::string stagger = "auto";
-  bool staggered() const { return stagger == "true"; }
+  // reference schedule), true or false. Resolved when the config loads: never auto after.
+  Stagger stagger = Stagger::Auto;
+  bool staggered() const { return stagger == Stagger::On; }
   ShadowConfig shadow;
   TiersConfig tiers;
   CoherenceConfig coherence;
@@ -113,9 +129,8 @@ struct RuntimeConfig {
   // /proc/meminfo at startup (shared by the ranks of the machine), a byte size, or unlimited.
   // A run estimated above it is refused before it allocates anything.
   std::string memory_limit = "auto";
-  // The BLAS kernels (core/cpu/blas_kernels.hpp): auto switches a generic fallback to the best
-  // set the CPU supports (after a self-check); as-is keeps the library's choice.
-  std::string blas = "auto";
+  bool memory_limit_auto() const { return memory_limit == "auto"; }
+  BlasKernels blas = BlasKernels::Auto;
 };
 
 // A byte size as written in the config ("64MiB", "1.5GiB", "1000000", "unlimited" =
@@ -123,7 +138,7 @@ struct RuntimeConfig {
 uint64_t parse_byte_size(const std::string& text);
 
 struct DistributedConfig {
-  std::string fsdp = "full";    // full, hybrid (sharded in a node, replicated across), none (replicated)
+  FsdpMode fsdp = FsdpMode::Full;  // full, hybrid (sharded in a node, replicated across), none (replicated)
   int world_size = 0;           // planning (--dry-run, --print-plan): plan for this many ranks;
                                 // 0 = the launch's. A run refuses a value other than its ranks.
   int ranks_per_node = 0;       // 0 = from MPI
@@ -141,6 +156,7 @@ struct CheckpointConfig {
   int keep = 3;                 // the newest K are kept ...
   int64_t keep_every = 0;       // ... and every one whose step is a multiple of this (0: none)
   std::string resume;           // "" = fresh start; "latest" (fresh when there is none); a path
+  bool resume_latest() const { return resume == "latest"; }
   bool async = true;            // write on a thread while training goes on (the step is held
                                 // only for the copy); falls back to writing in the step when
                                 // the copy would not fit in memory

@@ -1,11 +1,13 @@
 #pragma once
 // The field list of every config section, written once. A visitor V provides
 //   v.field(key, T& value, check)           scalars (int, int64_t, double, bool, std::string)
-//   v.choice(key, E& value, {{name, E}...})  enums spelled as strings
+//   v.choice(key, E& value, {{name, E}...}, quoted)  enums spelled as strings (quoted: written
+//                                            "in quotes", as the options that were strings are)
 //   v.pair(key, double& a, double& b, check) a two-element list ([beta1, beta2])
 //   v.list(key, std::vector<std::string>&)   a list of strings
 // and is either the YAML reader (config.cpp) or the writer of the resolved config.
 // A check is a callable returning "" when the value is fine, else what it must be.
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +47,22 @@ inline auto one_of(std::vector<std::string> names) {
   };
 }
 
+// The choices of an enum under the names its to_string gives (written once, beside the enum).
+template <class E>
+std::vector<std::pair<std::string, E>> named(std::initializer_list<E> values) {
+  std::vector<std::pair<std::string, E>> out;
+  for (E e : values) out.emplace_back(to_string(e), e);
+  return out;
+}
+
+// The choices that were plain strings before they were enums are still written "in quotes", so
+// the resolved config's text (config.yaml, the checkpoints' manifests) stays as it was.
+constexpr bool kQuoted = true;
+
+inline std::vector<std::pair<std::string, OptimizerKind>> optimizer_kinds() {
+  return named({OptimizerKind::AdamW, OptimizerKind::Shampoo, OptimizerKind::Soap, OptimizerKind::KlShampoo});
+}
+
 template <class V>
 void visit(V& v, ModelConfig& m) {
   // `preset` is read first by the reader (it sets every other field's default).
@@ -74,7 +92,7 @@ template <class V>
 void visit(V& v, DataConfig& d) {
   v.field("train", d.train, any());
   v.field("eval", d.eval, any());
-  v.field("dtype", d.dtype, one_of({"auto", "uint16", "uint32"}));
+  v.choice("dtype", d.dtype, named({TokenDtypeChoice::Auto, TokenDtypeChoice::U16, TokenDtypeChoice::U32}), kQuoted);
   v.field("eval_batches", d.eval_batches, at_least(1));
 }
 
@@ -89,7 +107,7 @@ void visit(V& v, AdamW1DConfig& a) {
 template <class V>
 void visit(V& v, OptimConfig& o) {
   // `name` is read first by the reader (it sets every other field's default).
-  v.field("name", o.name, one_of({"adamw", "shampoo", "soap", "kl_shampoo"}));
+  v.choice("name", o.name, optimizer_kinds(), kQuoted);
   v.field("lr", o.lr, positive());
   v.pair("betas", o.beta1, o.beta2, [](double b) {
     return (b >= 0 && b <= 1) ? std::string() : std::string("must be in [0, 1]");
@@ -109,9 +127,9 @@ void visit(V& v, OptimConfig& o) {
   v.field("max_preconditioner_dim", o.max_preconditioner_dim, at_least(1));
   v.field("max_failures", o.max_failures, at_least(0));
   v.field("precondition_embeddings", o.precondition_embeddings, any());
-  v.field("root_method", o.root_method, one_of({"eigh", "newton"}));
-  v.field("grafting", o.grafting, one_of({"adam", "none"}));
-  v.field("refresh_dtype", o.refresh_dtype, one_of({"float64", "float32"}));
+  v.choice("root_method", o.root_method, named({RootMethod::Eigh, RootMethod::Newton}), kQuoted);
+  v.choice("grafting", o.grafting, named({Grafting::Adam, Grafting::None}), kQuoted);
+  v.choice("refresh_dtype", o.refresh_dtype, named({matfn::Precision::Float64, matfn::Precision::Float32}), kQuoted);
   v.field("kl_init_factor", o.kl_init_factor, positive());
   v.field("kl_max_clamp", o.kl_max_clamp, positive());
   v.section("adamw_1d", o.adamw_1d);
@@ -123,18 +141,22 @@ void visit(V& v, TrainConfig& t) {
   v.field("micro_batch", t.micro_batch, at_least(1));
   v.field("grad_accum", t.grad_accum, at_least(1));
   v.field("eval_every", t.eval_every, at_least(0));
-  v.field("schedule", t.schedule, one_of({"cosine", "linear", "constant"}));
+  v.choice("schedule", t.schedule, named({ScheduleKind::Cosine, ScheduleKind::Linear, ScheduleKind::Constant}),
+           kQuoted);
   v.field("warmup_steps", t.warmup_steps, at_least(0));
   v.field("final_lr_fraction", t.final_lr_fraction, in_range(0, 1));
   v.field("stop_after", t.stop_after, at_least(0));
-  v.field("activation_checkpointing", t.activation_checkpointing, one_of({"none", "blocks", "every_k"}));
-  v.field("checkpoint_every_k", t.checkpoint_every_k, at_least(1));
+  using Recompute = ActivationRecompute::Mode;
+  v.choice("activation_recompute", t.activation_recompute,
+           named({Recompute::None, Recompute::Blocks, Recompute::EveryK}), kQuoted);
+  v.field("recompute_every_k", t.recompute_every_k, at_least(1));
 }
 
 template <class V>
 void visit(V& v, ShadowConfig& s) {
   v.field("threads", s.threads, at_least(1));
-  v.field("lane", s.lane, one_of({"auto", "workers", "compute", "device"}));
+  v.choice("lane", s.lane, named({ShadowLane::Auto, ShadowLane::Workers, ShadowLane::Compute, ShadowLane::Device}),
+           kQuoted);
   v.field("delay", s.delay, at_least(0));
   v.field("sync_steps", s.sync_steps, at_least(-1));
   v.field("worker_delay_ms", s.worker_delay_ms, at_least(0));
@@ -179,15 +201,16 @@ void visit(V& v, CoherenceConfig& c) {
 
 template <class V>
 void visit(V& v, RuntimeConfig& r) {
-  v.field("mode", r.mode, one_of({"native", "asteria"}));
-  v.field("backend", r.backend, one_of({"cpu", "cuda"}));
-  v.field("precision", r.precision, one_of({"auto", "fp32", "bf16"}));
+  v.choice("mode", r.mode, named({RuntimeMode::Native, RuntimeMode::Asteria}), kQuoted);
+  v.choice("backend", r.backend, named({BackendKind::Cpu, BackendKind::Cuda}), kQuoted);
+  v.choice("precision", r.precision, named({ComputePrecision::Auto, ComputePrecision::Fp32, ComputePrecision::Bf16}),
+           kQuoted);
   v.field("threads", r.threads, at_least(0));
-  v.field("stagger", r.stagger, one_of({"auto", "true", "false"}));
+  v.choice("stagger", r.stagger, named({Stagger::Auto, Stagger::On, Stagger::Off}), kQuoted);
   v.section("shadow", r.shadow);
   v.section("tiers", r.tiers);
   v.section("coherence", r.coherence);
-  v.field("blas", r.blas, one_of({"auto", "as-is"}));
+  v.choice("blas", r.blas, named({BlasKernels::Auto, BlasKernels::AsIs}), kQuoted);
   v.field("memory_limit", r.memory_limit, [](const std::string& s) {
     return s == "auto" || byte_size()(s).empty() ? std::string() : std::string("must be auto, a byte size or unlimited");
   });
@@ -195,7 +218,7 @@ void visit(V& v, RuntimeConfig& r) {
 
 template <class V>
 void visit(V& v, DistributedConfig& d) {
-  v.field("fsdp", d.fsdp, one_of({"full", "hybrid", "none"}));
+  v.choice("fsdp", d.fsdp, named({FsdpMode::Full, FsdpMode::Hybrid, FsdpMode::None}), kQuoted);
   v.field("world_size", d.world_size, at_least(0));
   v.field("ranks_per_node", d.ranks_per_node, at_least(0));
   v.field("prefetch", d.prefetch, at_least(1));

@@ -35,6 +35,22 @@ enum class ScalarType { F32, BF16 };
 
 inline size_t scalar_bytes(ScalarType t) { return t == ScalarType::F32 ? 4 : 2; }
 
+// runtime.backend: where the model and its update run.
+enum class BackendKind { Cpu, Cuda };
+// runtime.precision: the GEMMs' operands. Auto is resolved when the config loads (Bf16 on
+// Cuda, Fp32 on Cpu): never Auto after.
+enum class ComputePrecision { Auto, Fp32, Bf16 };
+
+inline const char* to_string(BackendKind b) { return b == BackendKind::Cuda ? "cuda" : "cpu"; }
+inline const char* to_string(ComputePrecision p) {
+  switch (p) {
+    case ComputePrecision::Auto: return "auto";
+    case ComputePrecision::Fp32: return "fp32";
+    case ComputePrecision::Bf16: return "bf16";
+  }
+  return "?";
+}
+
 class Stream {
  public:
   virtual ~Stream() = default;

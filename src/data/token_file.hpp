@@ -16,6 +16,17 @@ TokenDtype token_dtype_for_vocab(int64_t vocab_size);
 size_t token_dtype_bytes(TokenDtype d);
 const char* to_string(TokenDtype d);
 
+// data.dtype: a token width, or Auto (from the vocabulary: token_dtype_for_vocab).
+enum class TokenDtypeChoice { Auto, U16, U32 };
+inline const char* to_string(TokenDtypeChoice d) {
+  switch (d) {
+    case TokenDtypeChoice::Auto: return "auto";
+    case TokenDtypeChoice::U16: return "uint16";
+    case TokenDtypeChoice::U32: return "uint32";
+  }
+  return "?";
+}
+
 class TokenFile {
  public:
   TokenFile() = default;

@@ -39,20 +39,19 @@ ParamTable shard_table(const ParamTable& table, const LayerShards& shards, int g
   return out;
 }
 
-Sharding::Sharding(const std::string& mode, Topology& topo, const std::vector<ParamTable>& tables, int64_t max_dim)
+Sharding::Sharding(FsdpMode mode, Topology& topo, const std::vector<ParamTable>& tables, int64_t max_dim)
     : mode_(mode), world_(topo.world_size) {
-  if (mode == "full") {
+  if (mode == FsdpMode::Full) {
     group_ = topo.world;
     replicas_ = nullptr;
-  } else if (mode == "hybrid") {
+  } else if (mode == FsdpMode::Hybrid) {
     if (!topo.uniform)
       fail("distributed.fsdp hybrid shards in each node and replicates across them, so every node needs the same "
            "number of ranks; the hosts run ", topo.describe_hosts(), " (launch as many ranks on each host, or use "
            "distributed.fsdp full or none)");
     group_ = topo.intra.get();
     replicas_ = topo.nodes > 1 ? topo.inter.get() : nullptr;
-  } else {
-    ASTERIA_ASSERT(mode == "none", "distributed.fsdp '", mode, "'");
+  } else {  // None
     local_ = make_local_communicator();
     group_ = local_.get();
     replicas_ = world_ > 1 ? topo.world : nullptr;

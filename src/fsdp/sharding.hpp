@@ -38,6 +38,7 @@
 #include "comm/communicator.hpp"
 #include "fsdp/shard_layout.hpp"
 #include "comm/topology.hpp"
+#include "fsdp/fsdp_mode.hpp"
 #include "model/param_table.hpp"
 
 namespace asteria {
@@ -58,10 +59,10 @@ struct CommBytes {
 
 class Sharding {
  public:
-  // mode: full | hybrid | none. tables: the whole layers.
-  Sharding(const std::string& mode, Topology& topo, const std::vector<ParamTable>& tables, int64_t max_dim);
+  // tables: the whole layers.
+  Sharding(FsdpMode mode, Topology& topo, const std::vector<ParamTable>& tables, int64_t max_dim);
 
-  const std::string& mode() const { return mode_; }
+  FsdpMode mode() const { return mode_; }
   bool sharded() const { return group_->size() > 1; }       // gathers and reduce-scatters
   bool reduces() const { return world_ > 1; }               // any gradient collective at all
   int group_rank() const { return group_->rank(); }
@@ -107,7 +108,7 @@ class Sharding {
   void record_metrics(StepMetrics& metrics, const Executor& executor);
 
  private:
-  std::string mode_;
+  FsdpMode mode_;
   int world_;
   Communicator* group_;                 // the shard group (a group of one: a local communicator)
   Communicator* replicas_;              // the replica group (null: none)

@@ -66,10 +66,10 @@ ScratchLayout scratch_layout(const ModelConfig& cfg, int batch, int att_slabs) {
 }
 
 size_t model_activation_bytes(const ModelConfig& cfg, int batch,
-                              const ActivationCheckpointing& checkpointing) {
+                              const ActivationRecompute& recompute) {
   const size_t N = static_cast<size_t>(batch) * cfg.seq_len;
   const size_t residual = (cfg.n_layers + 1) * N * cfg.d_model;  // x_0 .. x_L
-  const int recomputed = checkpointing.recomputed_blocks(cfg.n_layers);
+  const int recomputed = recompute.recomputed_blocks(cfg.n_layers);
   const size_t block_buffers = cfg.n_layers - recomputed + (recomputed > 0 ? 1 : 0);
   const size_t elems = residual + block_buffers * block_activation_layout(cfg, batch).total +
                        head_activation_layout(cfg, batch).total +

@@ -44,7 +44,7 @@ struct BlockContext {
 // out[B*T, C] = block(x[B*T, C]); saves activations into acts (laid out by `layout`). The
 // tiled attention works in scratch's attention slabs (nothing else of scratch is touched).
 // A forward again with the same x, weights and buffers reproduces acts and out bit for bit
-// (activation checkpointing relies on it).
+// (activation recompute relies on it).
 template <class T, class Ops = CpuOps>
 void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
                    const BlockActivationLayout& layout, T* acts, const T* x, T* out,

@@ -58,7 +58,7 @@ struct Model<T, Ops>::Impl {
   Array<int32_t> inputs, targets;  // [N]
   Array<T> residual;               // [L + 1, N, C]: x_0 (embedding) .. x_L (last block)
   BlockActivationLayout block_layout;
-  ActivationCheckpointing checkpointing;
+  ActivationRecompute recompute;
   std::vector<Array<T>> kept_acts;           // one per block that keeps its activations
   Array<T> recompute_acts;                   // shared by the recomputed blocks
   std::vector<T*> block_acts;                 // block i's activations (kept or shared)
@@ -102,7 +102,7 @@ struct Model<T, Ops>::Impl {
 
 template <class T, class Ops>
 Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
-                const ActivationCheckpointing& checkpointing)
+                const ActivationRecompute& recompute)
     : impl_(std::make_unique<Impl>()) {
   validate(cfg, batch);
   Impl& m = *impl_;
@@ -128,7 +128,7 @@ Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
     m.update_param_views(static_cast<int>(l));
     m.update_grad_views(static_cast<int>(l));
   }
-  m.checkpointing = checkpointing;
+  m.recompute = recompute;
   if (m.image) return;   // nothing to run with
 
   m.inputs.resize(m.N);
@@ -137,10 +137,10 @@ Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
   m.block_layout = block_activation_layout(cfg, batch);
   m.kept_acts.reserve(L);
   for (int i = 0; i < L; i++)
-    if (!checkpointing.recomputes(i)) m.kept_acts.emplace_back(m.block_layout.total);
-  if (checkpointing.recomputed_blocks(L) > 0) m.recompute_acts.resize(m.block_layout.total);
+    if (!recompute.recomputes(i)) m.kept_acts.emplace_back(m.block_layout.total);
+  if (recompute.recomputed_blocks(L) > 0) m.recompute_acts.resize(m.block_layout.total);
   for (int i = 0, kept = 0; i < L; i++)
-    m.block_acts.push_back(checkpointing.recomputes(i) ? m.recompute_acts.data()
+    m.block_acts.push_back(recompute.recomputes(i) ? m.recompute_acts.data()
                                                        : m.kept_acts[kept++].data());
   m.head_layout = head_activation_layout(cfg, batch);
   m.head_acts.resize(m.head_layout.total);
@@ -282,7 +282,7 @@ double Model<T, Ops>::forward(int l) {
 template <class T, class Ops>
 bool Model<T, Ops>::recomputes(int l) const {
   const Impl& m = *impl_;
-  return l >= 1 && l <= m.cfg.n_layers && m.checkpointing.recomputes(l - 1);
+  return l >= 1 && l <= m.cfg.n_layers && m.recompute.recomputes(l - 1);
 }
 
 template <class T, class Ops>

@@ -14,7 +14,7 @@
 //   forward(0) .. forward(N+1)                 forward(N+1) computes the loss (mean over B*T,
 //                                              plus z-loss when configured) and returns it
 //   [recompute(l)]                             before backward(l) of a block whose activations
-//                                              are not kept (activation_checkpointing.hpp)
+//                                              are not kept (activation_recompute.hpp)
 //   backward(N+1) .. backward(0)               gradients are *added* (scaled by grad_scale) to
 //                                              the gradient buffers, so micro-batches accumulate;
 //                                              zero_grads() starts a step
@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "model/activation_checkpointing.hpp"
+#include "model/activation_recompute.hpp"
 #include "model/model_config.hpp"
 #include "model/param_table.hpp"
 
@@ -52,7 +52,7 @@ class Model {
  public:
   enum class Storage { Owned, Bound, Image };
   Model(const ModelConfig& cfg, int batch, Storage storage = Storage::Owned,
-        const ActivationCheckpointing& checkpointing = {});
+        const ActivationRecompute& recompute = {});
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -119,9 +119,9 @@ std::vector<ParamTable> model_param_tables(const ModelConfig& cfg);
 std::vector<std::string> model_layer_names(const ModelConfig& cfg);
 // Per layer (as model_layer_names), whether it recomputes its activations for its backward.
 std::vector<bool> model_recomputed_layers(const ModelConfig& cfg,
-                                          const ActivationCheckpointing& checkpointing);
-// Activation bytes a Model<float> of this config, micro-batch and checkpointing would allocate.
+                                          const ActivationRecompute& recompute);
+// Activation bytes a Model<float> of this config, micro-batch and recompute would allocate.
 size_t model_activation_bytes(const ModelConfig& cfg, int batch,
-                              const ActivationCheckpointing& checkpointing = {});
+                              const ActivationRecompute& recompute = {});
 
 }  // namespace asteria

@@ -48,9 +48,9 @@ std::vector<std::string> model_layer_names(const ModelConfig& cfg) {
 }
 
 std::vector<bool> model_recomputed_layers(const ModelConfig& cfg,
-                                          const ActivationCheckpointing& checkpointing) {
+                                          const ActivationRecompute& recompute) {
   std::vector<bool> recomputed(cfg.n_layers + 2, false);
-  for (int i = 0; i < cfg.n_layers; i++) recomputed[i + 1] = checkpointing.recomputes(i);
+  for (int i = 0; i < cfg.n_layers; i++) recomputed[i + 1] = recompute.recomputes(i);
   return recomputed;
 }
 

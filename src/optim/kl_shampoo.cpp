@@ -12,7 +12,7 @@ using namespace blockmath;
 
 KLShampooBlock::KLShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
                                bool own_memory, const BlockBackend& backend)
-    : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs("kl_shampoo", name, rows, cols), own_memory,
+    : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs(OptimizerKind::KlShampoo, name, rows, cols), own_memory,
                       backend, /*sort=*/false, static_cast<float>((1.0 - p.shampoo_beta) / static_cast<double>(cols)),
                       static_cast<float>((1.0 - p.shampoo_beta) / static_cast<double>(rows))),
       ldiag_(rows), rdiag_(cols) {}

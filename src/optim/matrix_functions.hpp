@@ -18,6 +18,8 @@ const char* to_string(Status s);
 
 // The precision a refresh is computed in.
 enum class Precision { Float64, Float32 };
+// optim.refresh_dtype's spelling: float64, float32.
+inline const char* to_string(Precision p) { return p == Precision::Float32 ? "float32" : "float64"; }
 
 // Scratch memory of one element type.
 template <class Real>

@@ -6,7 +6,28 @@
 #include <cstdint>
 #include <string>
 
+#include "optim/matrix_functions.hpp"
+
 namespace asteria {
+
+// optim.name.
+enum class OptimizerKind { AdamW, Shampoo, Soap, KlShampoo };
+// optim.root_method: Shampoo's inverse roots by eigendecomposition, or by coupled Newton.
+enum class RootMethod { Eigh, Newton };
+// optim.grafting: Shampoo's update takes the norm of Adam's (Adam), or its own (None).
+enum class Grafting { Adam, None };
+
+inline const char* to_string(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::AdamW: return "adamw";
+    case OptimizerKind::Shampoo: return "shampoo";
+    case OptimizerKind::Soap: return "soap";
+    case OptimizerKind::KlShampoo: return "kl_shampoo";
+  }
+  return "?";
+}
+inline const char* to_string(RootMethod m) { return m == RootMethod::Newton ? "newton" : "eigh"; }
+inline const char* to_string(Grafting g) { return g == Grafting::None ? "none" : "adam"; }
 
 // AdamW for the tensors a second-order optimizer does not precondition (norm weights, and
 // embeddings unless optim.precondition_embeddings).
@@ -21,7 +42,7 @@ struct AdamW1DConfig {
 // Defaults depend on `name`: each optimizer starts from its paper's / reference
 // implementation's values (optim_defaults), then the config's keys override them.
 struct OptimConfig {
-  std::string name = "adamw";   // adamw, shampoo, soap, kl_shampoo
+  OptimizerKind name = OptimizerKind::AdamW;
   double lr = 4e-4;
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -39,15 +60,15 @@ struct OptimConfig {
   int64_t max_preconditioner_dim = 1024;
   int max_failures = 3;         // consecutive failed refreshes of a block before stopping
   bool precondition_embeddings = true;
-  std::string root_method = "eigh";   // Shampoo: eigh or newton (coupled Newton)
-  std::string grafting = "adam";      // Shampoo: adam or none
-  std::string refresh_dtype = "float64";  // precision of roots / eigenbases: float64 or float32
+  RootMethod root_method = RootMethod::Eigh;   // Shampoo
+  Grafting grafting = Grafting::Adam;           // Shampoo
+  matfn::Precision refresh_dtype = matfn::Precision::Float64;  // precision of roots / eigenbases
   double kl_init_factor = 0.1;        // KL-Shampoo: initial eigenvalue estimate
   double kl_max_clamp = 4000;         // KL-Shampoo: cap of inverse-sqrt eigenvalue estimates
   AdamW1DConfig adamw_1d;
 };
 
-// The defaults of an optimizer (throws for an unknown name).
-OptimConfig optim_defaults(const std::string& name);
+// The defaults of an optimizer.
+OptimConfig optim_defaults(OptimizerKind kind);
 
 }  // namespace asteria

@@ -26,12 +26,12 @@ SecondOrderParams second_order_params(const OptimConfig& o, bool stagger) {
   c.root_eps = o.root_eps;
   c.precondition_frequency = o.precondition_frequency;
   c.start_preconditioning_step = o.start_preconditioning_step;
-  c.root_method = o.root_method == "newton" ? RootMethod::Newton : RootMethod::Eigh;
-  c.grafting = o.grafting == "none" ? Grafting::None : Grafting::Adam;
+  c.root_method = o.root_method;
+  c.grafting = o.grafting;
   c.max_failures = o.max_failures;
   c.kl_init_factor = o.kl_init_factor;
   c.kl_max_clamp = o.kl_max_clamp;
-  c.refresh_dtype = o.refresh_dtype == "float32" ? matfn::Precision::Float32 : matfn::Precision::Float64;
+  c.refresh_dtype = o.refresh_dtype;
   p.weight_decay = o.weight_decay;
   p.max_preconditioner_dim = o.max_preconditioner_dim;
   p.precondition_embeddings = o.precondition_embeddings;
@@ -43,7 +43,7 @@ SecondOrderParams second_order_params(const OptimConfig& o, bool stagger) {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o, const std::vector<ParamTable>& layers,
                                           bool stagger, bool own_memory) {
-  if (o.name == "adamw") return std::make_unique<AdamW>(adamw_params(o), layers, nullptr, own_memory);
+  if (o.name == OptimizerKind::AdamW) return std::make_unique<AdamW>(adamw_params(o), layers, nullptr, own_memory);
   return std::make_unique<SecondOrderOptimizer>(second_order_params(o, stagger), layers, own_memory);
 }
 
@@ -51,11 +51,11 @@ std::vector<std::vector<StateSpec>> optimizer_state_specs(const OptimConfig& o, 
   std::vector<std::vector<StateSpec>> out(layers.size());
   const bool embeddings = o.precondition_embeddings;
   AdamW::EntryFilter owns;
-  if (o.name != "adamw") owns = [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); };
+  if (o.name != OptimizerKind::AdamW) owns = [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); };
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     if (o.compensated_updates && layers[l].numel > 0) out[l].push_back(compensation_state_spec(l, layers[l]));
     for (StateSpec& s : adamw_state_specs(l, layers[l], owns)) out[l].push_back(std::move(s));
-    if (o.name == "adamw") continue;
+    if (o.name == OptimizerKind::AdamW) continue;
     for (const MatrixBlock& b : layer_blocks(l, layers[l], o.max_preconditioner_dim, embeddings))
       for (StateSpec& s : preconditioner_state_specs(o.name, b.name, b.rows, b.cols)) out[l].push_back(std::move(s));
   }
@@ -67,9 +67,9 @@ OptimizerStateBytes optimizer_state_bytes(const OptimConfig& o, const std::vecto
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     if (o.compensated_updates) s.compensation += layers[l].numel * sizeof(float);
     for (const ParamEntry& e : layers[l].entries)
-      if (o.name == "adamw" || !is_preconditioned(e, o.precondition_embeddings))
+      if (o.name == OptimizerKind::AdamW || !is_preconditioned(e, o.precondition_embeddings))
         s.adamw += 2 * e.numel * sizeof(float);
-    if (o.name == "adamw") continue;
+    if (o.name == OptimizerKind::AdamW) continue;
     for (const MatrixBlock& b : layer_blocks(l, layers[l], o.max_preconditioner_dim, o.precondition_embeddings)) {
       PreconditionerBytes pb = preconditioner_bytes(o.name, b.rows, b.cols);
       s.factors += pb.factors;

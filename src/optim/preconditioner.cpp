@@ -89,14 +89,14 @@ void BlockPreconditioner::compute_refresh_part(RefreshJob& job, int part, matfn:
   if (job.status == matfn::Status::Ok) refresh_part(job, part, ws);
 }
 
-std::vector<double> refresh_part_costs(const std::string& algorithm, int64_t rows, int64_t cols) {
+std::vector<double> refresh_part_costs(OptimizerKind algorithm, int64_t rows, int64_t cols) {
   // One share per part of a side, sized by the matrix functions' part counts.
   static constexpr std::array<double, matfn::kQrRefreshParts> qr = {0.22, 0.39, 0.39};
   static constexpr std::array<double, matfn::kInverseRootEighParts> root = {0.86, 0.14};
   std::vector<double> shares;
-  if (algorithm == "soap" || algorithm == "kl_shampoo") shares.assign(qr.begin(), qr.end());
-  else if (algorithm == "shampoo") shares.assign(root.begin(), root.end());
-  else fail("unknown preconditioner '", algorithm, "'");
+  if (algorithm == OptimizerKind::Soap || algorithm == OptimizerKind::KlShampoo) shares.assign(qr.begin(), qr.end());
+  else if (algorithm == OptimizerKind::Shampoo) shares.assign(root.begin(), root.end());
+  else fail("no preconditioner for optimizer ", to_string(algorithm));
   std::vector<double> costs;
   for (const double n : {static_cast<double>(rows), static_cast<double>(cols)})
     for (const double share : shares) costs.push_back(share * n * n * n);
@@ -113,7 +113,7 @@ void BlockPreconditioner::step(const float* G, RefreshJob& job, matfn::Workspace
   after_refresh(G);
 }
 
-std::vector<StateSpec> preconditioner_state_specs(const std::string& algorithm, const std::string& block,
+std::vector<StateSpec> preconditioner_state_specs(OptimizerKind algorithm, const std::string& block,
                                                   int64_t rows, int64_t cols) {
   const std::vector<int64_t> mm = {rows, rows}, nn = {cols, cols}, mn = {rows, cols}, m = {rows}, n = {cols};
   auto spec = [&](const char* tensor, const std::vector<int64_t>& shape, StateClass cls) {
@@ -122,34 +122,34 @@ std::vector<StateSpec> preconditioner_state_specs(const std::string& algorithm, 
     return StateSpec{block + " / " + tensor, count, cls, shape};
   };
   constexpr StateClass hot = StateClass::Hot, warm = StateClass::Warm;
-  if (algorithm == "shampoo")   // factors, inverse roots, first moment, grafting second moment
+  if (algorithm == OptimizerKind::Shampoo)   // factors, inverse roots, first moment, grafting second moment
     return {spec("L", mm, hot), spec("R", nn, hot), spec("L^-1/4", mm, warm), spec("R^-1/4", nn, warm),
             spec("m", mn, hot), spec("v", mn, hot)};
-  if (algorithm == "soap")      // factors, eigenbases, Adam moments in the basis
+  if (algorithm == OptimizerKind::Soap)      // factors, eigenbases, Adam moments in the basis
     return {spec("L", mm, hot), spec("R", nn, hot), spec("Q_L", mm, warm), spec("Q_R", nn, warm),
             spec("m", mn, hot), spec("v", mn, hot)};
-  if (algorithm == "kl_shampoo")  // factors, eigenbases, first moment, eigenvalue estimates
+  if (algorithm == OptimizerKind::KlShampoo)  // factors, eigenbases, first moment, eigenvalue estimates
     return {spec("S_L", mm, hot), spec("S_R", nn, hot), spec("Q_L", mm, warm), spec("Q_R", nn, warm),
             spec("m", mn, hot), spec("d_L", m, hot), spec("d_R", n, hot)};
-  fail("unknown preconditioner '", algorithm, "'");
+  fail("no preconditioner for optimizer ", to_string(algorithm));
 }
 
-PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t rows, int64_t cols) {
+PreconditionerBytes preconditioner_bytes(OptimizerKind algorithm, int64_t rows, int64_t cols) {
   const auto specs = preconditioner_state_specs(algorithm, "", rows, cols);
   return bytes_by_kind(specs.size(), [&](size_t i) -> const StateSpec& { return specs[i]; },
                        static_cast<size_t>(rows * cols));
 }
 
-std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
+std::unique_ptr<BlockPreconditioner> make_preconditioner(OptimizerKind algorithm, std::string name,
                                                          int64_t rows, int64_t cols,
                                                          const PreconditionerParams& p, bool own_memory,
                                                          const BlockBackend& backend) {
-  if (algorithm == "soap") return std::make_unique<SoapBlock>(std::move(name), rows, cols, p, own_memory, backend);
-  if (algorithm == "shampoo")
+  if (algorithm == OptimizerKind::Soap) return std::make_unique<SoapBlock>(std::move(name), rows, cols, p, own_memory, backend);
+  if (algorithm == OptimizerKind::Shampoo)
     return std::make_unique<ShampooBlock>(std::move(name), rows, cols, p, own_memory, backend);
-  if (algorithm == "kl_shampoo")
+  if (algorithm == OptimizerKind::KlShampoo)
     return std::make_unique<KLShampooBlock>(std::move(name), rows, cols, p, own_memory, backend);
-  fail("unknown preconditioner '", algorithm, "'");
+  fail("no preconditioner for optimizer ", to_string(algorithm));
 }
 
 }  // namespace asteria

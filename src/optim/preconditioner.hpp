@@ -28,12 +28,10 @@
 #include "core/buffer.hpp"
 #include "optim/block_backend.hpp"
 #include "optim/matrix_functions.hpp"
+#include "optim/optim_config.hpp"
 #include "optim/state_tensor.hpp"
 
 namespace asteria {
-
-enum class RootMethod { Eigh, Newton };
-enum class Grafting { Adam, None };
 
 struct PreconditionerParams {
   double beta1 = 0.9;
@@ -98,7 +96,7 @@ inline RefreshSide refresh_side(RefreshJob& job, int part, int per_side) {
 //   soap, kl_shampoo  per side QR refresh: power step 0.22, geqrf 0.39, orgqr 0.39
 //   shampoo           per side inverse root: eigendecomposition 0.86, V diag V^T 0.14
 // (eigh-based; with root_method newton the first part does all of a converged root's work).
-std::vector<double> refresh_part_costs(const std::string& algorithm, int64_t rows, int64_t cols);
+std::vector<double> refresh_part_costs(OptimizerKind algorithm, int64_t rows, int64_t cols);
 
 // Bytes one block keeps, by kind (for reports and --dry-run).
 struct PreconditionerBytes {
@@ -112,7 +110,7 @@ struct PreconditionerBytes {
 // The state tensors of one block of an algorithm, in the order BlockPreconditioner::states()
 // returns them; names are "<block> / <tensor>". The one description used by the blocks, the
 // tiered state manager and --dry-run.
-std::vector<StateSpec> preconditioner_state_specs(const std::string& algorithm, const std::string& block,
+std::vector<StateSpec> preconditioner_state_specs(OptimizerKind algorithm, const std::string& block,
                                                   int64_t rows, int64_t cols);
 
 class BlockPreconditioner {
@@ -212,9 +210,9 @@ class BlockPreconditioner {
 };
 
 // Bytes a block of this algorithm would hold, without allocating it.
-PreconditionerBytes preconditioner_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
+PreconditionerBytes preconditioner_bytes(OptimizerKind algorithm, int64_t rows, int64_t cols);
 
-std::unique_ptr<BlockPreconditioner> make_preconditioner(const std::string& algorithm, std::string name,
+std::unique_ptr<BlockPreconditioner> make_preconditioner(OptimizerKind algorithm, std::string name,
                                                          int64_t rows, int64_t cols,
                                                          const PreconditionerParams& p,
                                                          bool own_memory = true,

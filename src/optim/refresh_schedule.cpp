@@ -53,9 +53,9 @@ std::vector<std::vector<int64_t>> balanced_offsets(int64_t frequency,
 
 }  // namespace
 
-RefreshSchedule::RefreshSchedule(const std::string& algorithm, int64_t frequency, int64_t start_step,
+RefreshSchedule::RefreshSchedule(OptimizerKind algorithm, int64_t frequency, int64_t start_step,
                                  bool stagger, const std::vector<std::vector<MatrixBlock>>& blocks)
-    : shampoo_(algorithm == "shampoo"), frequency_(frequency), start_(start_step) {
+    : shampoo_(algorithm == OptimizerKind::Shampoo), frequency_(frequency), start_(start_step) {
   if (stagger) {
     offsets_ = balanced_offsets(frequency, blocks);
   } else {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "optim/blocks.hpp"
+#include "optim/optim_config.hpp"
 
 namespace asteria {
 
@@ -34,7 +35,7 @@ double refresh_cost(const MatrixBlock& b);
 class RefreshSchedule {
  public:
   RefreshSchedule() = default;
-  RefreshSchedule(const std::string& algorithm, int64_t frequency, int64_t start_step, bool stagger,
+  RefreshSchedule(OptimizerKind algorithm, int64_t frequency, int64_t start_step, bool stagger,
                   const std::vector<std::vector<MatrixBlock>>& blocks);
   bool due(int layer, int block, int64_t step) const;
   // The periodic refreshes of the block are the steps t (after the first) with t % F == phase.

@@ -200,7 +200,7 @@ void SecondOrderOptimizer::step_block(const BlockStep& bs, int bi, ThreadScratch
   pc.after_refresh(G);
   if (pc.has_direction())
     backend_.apply_update(bs.params + b.offset, bs.comp ? bs.comp + b.offset : nullptr, b.ld, pc.direction(), b.rows,
-                          b.cols, bs.lr, bs.lr_wd, /*decay_first=*/p_.algorithm == "shampoo");
+                          b.cols, bs.lr, bs.lr_wd, /*decay_first=*/p_.algorithm == OptimizerKind::Shampoo);
 }
 
 }  // namespace asteria

@@ -34,7 +34,7 @@
 namespace asteria {
 
 struct SecondOrderParams {
-  std::string algorithm;              // shampoo, soap, kl_shampoo
+  OptimizerKind algorithm = OptimizerKind::Soap;
   PreconditionerParams precond;
   double weight_decay = 0.0;
   int64_t max_preconditioner_dim = 1024;
@@ -73,7 +73,7 @@ class SecondOrderOptimizer final : public Optimizer {
   // (-1: not one of this optimizer's blocks).
   int whole_block(int layer, int block) const { return whole_index_.empty() ? block : whole_index_[layer][block]; }
   int own_block(int layer, int whole) const;
-  const std::string& algorithm() const { return p_.algorithm; }
+  OptimizerKind algorithm() const { return p_.algorithm; }
   // Where refreshes run (default: inline). The policy must outlive the optimizer's use.
   void set_refresh_policy(RefreshPolicy* policy) { policy_ = policy ? policy : &inline_; }
 

@@ -11,7 +11,7 @@ using namespace blockmath;
 
 ShampooBlock::ShampooBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p,
                            bool own_memory, const BlockBackend& backend)
-    : BlockPreconditioner(name, rows, cols, p, preconditioner_state_specs("shampoo", name, rows, cols), own_memory,
+    : BlockPreconditioner(name, rows, cols, p, preconditioner_state_specs(OptimizerKind::Shampoo, name, rows, cols), own_memory,
                           backend) {}
 
 void ShampooBlock::before_refresh(const float* G) {

@@ -8,7 +8,7 @@ namespace asteria {
 
 SoapBlock::SoapBlock(std::string name, int64_t rows, int64_t cols, const PreconditionerParams& p, bool own_memory,
                      const BlockBackend& backend)
-    : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs("soap", name, rows, cols), own_memory, backend,
+    : EigenbasisBlock(name, rows, cols, p, preconditioner_state_specs(OptimizerKind::Soap, name, rows, cols), own_memory, backend,
                       /*sort=*/true, blockmath::one_minus(p.shampoo_beta), blockmath::one_minus(p.shampoo_beta)) {}
 
 void SoapBlock::update(const float* G) {

@@ -61,9 +61,9 @@ Coherence::Coherence(CoherenceRule rule, bool hierarchical, Communicator& replic
   for (int o = 0; o < R; ++o) hops_.push_back(version_hops(o, node_of_, hierarchical));
 }
 
-size_t Coherence::payload_bytes(const std::string& algorithm, int64_t rows, int64_t cols) {
+size_t Coherence::payload_bytes(OptimizerKind algorithm, int64_t rows, int64_t cols) {
   const size_t square = static_cast<size_t>(rows * rows + cols * cols);
-  return sizeof(float) * (algorithm == "shampoo" ? square : square + static_cast<size_t>(rows + cols));
+  return sizeof(float) * (algorithm == OptimizerKind::Shampoo ? square : square + static_cast<size_t>(rows + cols));
 }
 
 void Coherence::pack(const RefreshJob& job, Control& c) {

@@ -86,7 +86,7 @@ class Coherence {
 
   // Bytes of a version's payload (fp32 bases, roots and permutations) for a block of this size
   // and algorithm; the control message is kControlBytes.
-  static size_t payload_bytes(const std::string& algorithm, int64_t rows, int64_t cols);
+  static size_t payload_bytes(OptimizerKind algorithm, int64_t rows, int64_t cols);
   static constexpr size_t kControlBytes = 13 * sizeof(int64_t);
 
  private:

@@ -174,7 +174,7 @@ void RootJobPlacement::tasks_at(int64_t step, std::vector<PlacedTask>& out) cons
   std::stable_sort(out.begin(), out.end(), [](const PlacedTask& a, const PlacedTask& b) { return a.cost > b.cost; });
 }
 
-RootJobPlacement::PartCosts refresh_part_costs(const std::string& algorithm,
+RootJobPlacement::PartCosts refresh_part_costs(OptimizerKind algorithm,
                                                const std::vector<std::vector<MatrixBlock>>& blocks) {
   RootJobPlacement::PartCosts costs;
   for (const auto& layer : blocks) {

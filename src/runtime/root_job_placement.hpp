@@ -83,7 +83,7 @@ class RootJobPlacement {
 };
 
 // refresh_part_costs of every block.
-RootJobPlacement::PartCosts refresh_part_costs(const std::string& algorithm,
+RootJobPlacement::PartCosts refresh_part_costs(OptimizerKind algorithm,
                                                const std::vector<std::vector<MatrixBlock>>& blocks);
 
 }  // namespace asteria

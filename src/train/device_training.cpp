@@ -56,7 +56,7 @@ class CudaTraining final : public DeviceTraining {
         compute_scope_(static_cast<cudaStream_t>(compute_stream_->native_handle())),
         image_(image),
         host_opt_(opt),
-        model_(cfg.model, cfg.train.micro_batch, Model<float, Ops>::Storage::Owned, cfg.train.checkpointing()),
+        model_(cfg.model, cfg.train.micro_batch, Model<float, Ops>::Storage::Owned, cfg.train.recompute()),
         second_order_(device_twin(cfg, image, opt)) {}
 
   std::string device_name() const override { return backend_->name(); }
@@ -154,7 +154,7 @@ class CudaTraining final : public DeviceTraining {
 }  // namespace
 
 std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer) {
-  if (cfg.runtime.precision == "bf16") return std::make_unique<CudaTraining<CudaBf16Ops>>(cfg, image, optimizer);
+  if (cfg.runtime.precision == ComputePrecision::Bf16) return std::make_unique<CudaTraining<CudaBf16Ops>>(cfg, image, optimizer);
   return std::make_unique<CudaTraining<CudaOps>>(cfg, image, optimizer);
 }
 

@@ -33,7 +33,7 @@ PlannedComm plan_comm(const Config& cfg, int layers) {
   const PlannedWorld& w = c.world->world;
   const bool tied = cfg.model.tied_embeddings;
   c.ops = std::make_unique<ShardingPlanOps>(w.sharded(), w.reduces(), cfg.distributed.prefetch, tied);
-  c.note = "comm lane: world " + std::to_string(w.world) + ", distributed.fsdp " + w.mode + " (shard group of " +
+  c.note = "comm lane: world " + std::to_string(w.world) + ", distributed.fsdp " + to_string(w.mode) + " (shard group of " +
            std::to_string(w.group) + ", " + std::to_string(w.replicas) + " replica(s)); " +
            (w.sharded() ? "gathers " + std::to_string(cfg.distributed.prefetch) + " layer(s) ahead, in " +
                               std::to_string(ShardingPlanOps::param_buffers(cfg.distributed.prefetch, layers, tied)) +
@@ -53,7 +53,7 @@ struct PlannedShadow {
 
 PlannedShadow plan_shadow(const Config& cfg, const std::vector<ParamTable>& tables, int64_t step, const WorldPlan* world) {
   PlannedShadow p;
-  if (cfg.optim.name == "adamw") return p;
+  if (cfg.optim.name == OptimizerKind::AdamW) return p;
   const int L = static_cast<int>(tables.size());
   std::vector<std::vector<MatrixBlock>> blocks;
   std::vector<int> counts;
@@ -67,12 +67,12 @@ PlannedShadow plan_shadow(const Config& cfg, const std::vector<ParamTable>& tabl
   for (int l = 0; l < L; ++l)
     for (int b = 0; b < counts[l]; ++b) due += p.schedule->due(l, b, step);
   const ShadowDelay delay = shadow_delay(cfg);
-  const std::string lane = shadow_lane(cfg);
-  const bool workers = lane != "compute";
-  const bool asteria = cfg.runtime.mode == "asteria";
+  const ShadowLane lane = shadow_lane(cfg);
+  const bool workers = lane != ShadowLane::Compute;
+  const bool asteria = cfg.runtime.mode == RuntimeMode::Asteria;
   p.note = "refreshes at this step: " + std::to_string(due) + " block(s) (" +
            (asteria ? "shadow pipeline, delay " + std::to_string(delay.at(step)) + ", root jobs on the " +
-                          (lane == "device" ? "workers, by the GPU's solvers"
+                          (lane == ShadowLane::Device ? "workers, by the GPU's solvers"
                            : workers        ? "host workers"
                                             : "compute lane, in parts")
                     : std::string("native: inline in optim_step")) +
@@ -93,7 +93,7 @@ std::string describe_step_plan(const Config& cfg, int64_t step) {
   const auto tables = model_param_tables(cfg.model);
   const std::vector<std::string> names = model_layer_names(cfg.model);
   const int L = static_cast<int>(tables.size());
-  ModelStepOps model_ops(cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.checkpointing()));
+  ModelStepOps model_ops(cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute()));
   OptimizerStepOps optim_ops;
   const PlannedComm comm = plan_comm(cfg, L);
   const PlannedShadow shadow = plan_shadow(cfg, tables, step, comm.world.get());

@@ -18,7 +18,7 @@ std::string check_run_dir(const Config& cfg, bool writer) {
   const std::string resume_dir = resolve_resume(cfg);
   // --resume latest with no checkpoint yet (a job stopped before its first one, requeued with
   // the same command) starts the run again from scratch.
-  const bool restart = cfg.checkpoint.resume == "latest" && resume_dir.empty();
+  const bool restart = cfg.checkpoint.resume_latest() && resume_dir.empty();
   if (restart && writer)
     std::fprintf(stderr, "asteria-train: note: no checkpoint under %s/checkpoints; starting fresh\n", cfg.run.dir.c_str());
   if (!resume_dir.empty()) {

@@ -12,8 +12,8 @@ const int kDefaultBlasThreads = openblas_get_num_threads();
 }  // namespace
 
 TokenDtype data_dtype(const Config& cfg) {
-  if (cfg.data.dtype == "uint16") return TokenDtype::U16;
-  if (cfg.data.dtype == "uint32") return TokenDtype::U32;
+  if (cfg.data.dtype == TokenDtypeChoice::U16) return TokenDtype::U16;
+  if (cfg.data.dtype == TokenDtypeChoice::U32) return TokenDtype::U32;
   return token_dtype_for_vocab(cfg.model.vocab_size);
 }
 
@@ -29,10 +29,10 @@ void set_compute_threads(int threads) {
   openblas_set_num_threads(threads > 0 ? threads : kDefaultBlasThreads);
 }
 
-std::string shadow_lane(const Config& cfg) {
-  const std::string& lane = cfg.runtime.shadow.lane;
-  if (lane != "auto") return lane;
-  return compute_threads(cfg) + cfg.runtime.shadow.threads <= omp_get_num_procs() ? "workers" : "compute";
+ShadowLane shadow_lane(const Config& cfg) {
+  const ShadowLane lane = cfg.runtime.shadow.lane;
+  if (lane != ShadowLane::Auto) return lane;
+  return compute_threads(cfg) + cfg.runtime.shadow.threads <= omp_get_num_procs() ? ShadowLane::Workers : ShadowLane::Compute;
 }
 
 }  // namespace asteria

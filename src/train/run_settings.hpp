@@ -28,6 +28,6 @@ void set_compute_threads(int threads);
 // own, i.e. the compute lane's threads and the workers together fit the machine's cores; else
 // the root jobs run in parts on the compute lane (on a CPU-only box whose cores the compute lane
 // already uses, workers only take cycles from its OpenMP team, which then waits at its barriers).
-std::string shadow_lane(const Config& cfg);
+ShadowLane shadow_lane(const Config& cfg);
 
 }  // namespace asteria

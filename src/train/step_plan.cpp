@@ -47,7 +47,7 @@ void ModelStepOps::backward(PlanBuilder& b, int layer, int micro) {
                            : b.find(OpKind::Backward, layer + 1, micro)};
   // Sharded: the layer's parameters gathered again (or kept from the forward).
   if (const int gather = layer > 0 ? b.find(OpKind::Gather, layer, micro) : -1; gather >= 0) op.deps.push_back(gather);
-  // Activation checkpointing: the block's forward again first, with the same parameters.
+  // Activation recompute: the block's forward again first, with the same parameters.
   if (layer < static_cast<int>(recomputed_.size()) && recomputed_[layer]) {
     Op re;
     re.kind = OpKind::Recompute;

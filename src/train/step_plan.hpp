@@ -2,7 +2,7 @@
 // The plan contributors of a training step on one process:
 //   ModelStepOps      load_batch(m), forward(l, m), [recompute(l, m)], backward(l, m); the
 //                     recompute of a block whose activations are not kept (activation
-//                     checkpointing), after its parameters are gathered for the backward
+//                     recompute), after its parameters are gathered for the backward
 //   OptimizerStepOps  grad_norm(l) after the last micro-batch's backward of l (with several
 //                     ranks: after the gradient's reduction too, placed one backward later so
 //                     the compute lane runs on while the comm lane reduces), clip_grads,

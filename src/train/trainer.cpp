@@ -99,7 +99,7 @@ struct Trainer::Impl {
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
   std::string resume_dir;                       // the checkpoint restored, or ""
   ResumePoint resumed;
-  ModelStepOps model_ops{cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.checkpointing())};
+  ModelStepOps model_ops{cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute())};
   OptimizerStepOps optim_ops;
   PlanBuilder builder;
   Plan plan;
@@ -121,7 +121,7 @@ struct Trainer::Impl {
     resume_dir = check_run_dir(cfg, writer());
     // Before anything model-sized is allocated: refuse a run the machine cannot hold.
     // (On the GPU every rank is a whole process's host side: fsdp none.)
-    check_memory(cfg, world == 1 || cfg.runtime.backend == "cuda" ? process_memory(cfg) : rank_memory(cfg, world, topo.uniform ? topo.ranks_per_node : 1),
+    check_memory(cfg, world == 1 || cfg.runtime.backend == BackendKind::Cuda ? process_memory(cfg) : rank_memory(cfg, world, topo.uniform ? topo.ranks_per_node : 1),
                  topo.ranks_per_node);
     set_compute_threads(cfg.runtime.threads);
     open_data();
@@ -153,7 +153,7 @@ struct Trainer::Impl {
     check_supported(cfg);
     // Before any file is opened: a GPU run where there is none says so first. With several
     // ranks each sees only its own GPU, from before the process's first CUDA call.
-    if (cfg.runtime.backend == "cuda") select_rank_device(topo, rank, world);
+    if (cfg.runtime.backend == BackendKind::Cuda) select_rank_device(topo, rank, world);
   }
 
   void open_data() {
@@ -176,9 +176,9 @@ struct Trainer::Impl {
     // Sharded (ZeRO-3): the model runs on whole-layer buffers bound in flight. On the GPU the
     // host keeps the parameters only, the image the device starts from.
     const auto storage = sharding->sharded()               ? Model<float>::Storage::Bound
-                         : cfg.runtime.backend == "cuda"   ? Model<float>::Storage::Image
+                         : cfg.runtime.backend == BackendKind::Cuda   ? Model<float>::Storage::Image
                                                            : Model<float>::Storage::Owned;
-    model = std::make_unique<Model<float>>(cfg.model, cfg.train.micro_batch, storage, cfg.train.checkpointing());
+    model = std::make_unique<Model<float>>(cfg.model, cfg.train.micro_batch, storage, cfg.train.recompute());
     const std::vector<ParamTable>& owned = sharding->owned_tables();
     // The optimizer's state lives where the tiered state manager puts it (by default: all of it
     // in the device tier: GPU memory on CUDA, host memory on the CPU backend), bound below to the
@@ -191,7 +191,7 @@ struct Trainer::Impl {
     host = std::make_unique<HostTraining>(*model, *optimizer, *sharding, cfg.distributed.prefetch, cfg.distributed.timeout_s);
     host->init(cfg.seed);
     target = host.get();
-    if (cfg.runtime.backend == "cuda") {
+    if (cfg.runtime.backend == BackendKind::Cuda) {
       // The device side is allocated now and filled after the restore.
       device = make_device_training(cfg, *model, *optimizer);
       target = device.get();
@@ -212,10 +212,10 @@ struct Trainer::Impl {
   // coherence of their state); the executor.
   void build_runtime() {
     SecondOrderOptimizer* second_order = device ? device->second_order() : dynamic_cast<SecondOrderOptimizer*>(optimizer.get());
-    if (cfg.runtime.mode == "asteria" && second_order) {
-      const std::string lane = shadow_lane(cfg);
+    if (cfg.runtime.mode == RuntimeMode::Asteria && second_order) {
+      const ShadowLane lane = shadow_lane(cfg);
       // The workers compute on the host (workers), or hand the jobs to the GPU's solvers (device).
-      if (lane != "compute") pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
+      if (lane != ShadowLane::Compute) pool = std::make_unique<WorkerPool>(cfg.runtime.shadow.threads);
       // Replicas of this rank's blocks (fsdp none, or hybrid across nodes): one owner computes each.
       if (Communicator* replicas = sharding->replicas()) {
         std::vector<std::vector<MatrixBlock>> blocks;
@@ -226,7 +226,7 @@ struct Trainer::Impl {
       }
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get(),
-                                                /*in_place=*/lane == "device");
+                                                /*in_place=*/lane == ShadowLane::Device);
     }
     executor = std::make_unique<Executor>(pool.get());
   }
@@ -324,12 +324,12 @@ struct Trainer::Impl {
                                                                          : "unknown GPU: set run.peak_flops")
                                                      : "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"},
                            {"backend", device ? device->device_name() : "cpu"},
-                           {"precision", cfg.runtime.precision},
+                           {"precision", to_string(cfg.runtime.precision)},
                            {"threads", threads},
                            {"blas", blas_report()},
                            {"tokens_per_step", r.tokens_per_step},
                            {"ranks", world}};
-    if (shadow) info["shadow_lane"] = shadow_lane(cfg);
+    if (shadow) info["shadow_lane"] = to_string(shadow_lane(cfg));
     write_text_durably(dir / "run_info.json", info.dump(2) + "\n");
     return r;
   }

@@ -154,14 +154,14 @@ TEST(Config, StaggerDefaultsByMode) {
   EXPECT_TRUE(load_config_text("", "f.yaml", {"runtime.mode=asteria"}).runtime.staggered());
   EXPECT_FALSE(load_config_text("", "f.yaml", {"runtime.mode=asteria", "runtime.stagger=false"}).runtime.staggered());
   EXPECT_TRUE(load_config_text("runtime:\n  stagger: true\n", "f.yaml").runtime.staggered());
-  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.mode=asteria"}).runtime.stagger, "true");   // resolved
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.mode=asteria"}).runtime.stagger, Stagger::On);   // resolved
   expect_error([] { load_config_text("runtime:\n  stagger: sometimes\n", "f.yaml"); }, {"f.yaml:2", "runtime.stagger"});
 }
 
 // runtime.shadow.lane device (the refreshes by the GPU's solvers) needs the CUDA backend.
 TEST(Config, ShadowLaneDeviceNeedsCuda) {
   EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.backend=cuda", "runtime.shadow.lane=device"}).runtime.shadow.lane,
-            "device");
+            ShadowLane::Device);
   expect_error([] { load_config_text("runtime:\n  shadow:\n    lane: device\n", "f.yaml"); },
                {"f.yaml", "runtime.shadow.lane device needs runtime.backend cuda"});
   expect_error([] { load_config_text("runtime:\n  shadow:\n    lane: gpu\n", "f.yaml"); },
@@ -170,9 +170,10 @@ TEST(Config, ShadowLaneDeviceNeedsCuda) {
 
 // runtime.precision auto: bf16 GEMM operands on the CUDA backend, fp32 on the CPU; bf16 needs cuda.
 TEST(Config, PrecisionDefaultsByBackend) {
-  EXPECT_EQ(load_config_text("", "f.yaml").runtime.precision, "fp32");
-  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.backend=cuda"}).runtime.precision, "bf16");
-  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.backend=cuda", "runtime.precision=fp32"}).runtime.precision, "fp32");
+  EXPECT_EQ(load_config_text("", "f.yaml").runtime.precision, ComputePrecision::Fp32);
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.backend=cuda"}).runtime.precision, ComputePrecision::Bf16);
+  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.backend=cuda", "runtime.precision=fp32"}).runtime.precision,
+            ComputePrecision::Fp32);
   expect_error([] { load_config_text("", "f.yaml", {"runtime.precision=bf16"}); },
                {"f.yaml", "runtime.precision bf16 needs runtime.backend cuda"});
   expect_error([] { load_config_text("runtime:\n  backend: tpu\n", "f.yaml"); }, {"f.yaml:2", "runtime.backend"});
@@ -251,10 +252,10 @@ TEST(Config, OptimizerNameSetsItsDefaults) {
 TEST(Config, RefreshDtypeIsFloat64OrFloat32) {
   // Default float64 (every existing result); float32 reaches the preconditioners.
   Config def = load_config_text("optim:\n  name: soap\n", "f.yaml");
-  EXPECT_EQ(def.optim.refresh_dtype, "float64");
+  EXPECT_EQ(def.optim.refresh_dtype, matfn::Precision::Float64);
   EXPECT_EQ(second_order_params(def.optim).precond.refresh_dtype, matfn::Precision::Float64);
   Config f32 = load_config_text("optim:\n  name: shampoo\n  refresh_dtype: float32\n", "f.yaml");
-  EXPECT_EQ(f32.optim.refresh_dtype, "float32");
+  EXPECT_EQ(f32.optim.refresh_dtype, matfn::Precision::Float32);
   EXPECT_EQ(second_order_params(f32.optim).precond.refresh_dtype, matfn::Precision::Float32);
   EXPECT_EQ(config_to_yaml(load_config_text(config_to_yaml(f32), "r.yaml")), config_to_yaml(f32));
   expect_error([] { load_config_text("optim:\n  name: soap\n  refresh_dtype: float16\n", "f.yaml"); },
@@ -320,4 +321,109 @@ TEST(MemoryEstimate, OlmoSoapInMemoryAndThroughTheDiskTier) {
   EXPECT_EQ(memory_limit_bytes(limited, 1), 20ull << 30);
   expect_error([&] { check_memory(limited, native, 1); }, {"olmo-1b-soap.yaml", "needs about", "but may use 20.00 GiB"});
   expect_error([] { load_config_text("runtime:\n  memory_limit: lots\n", "f.yaml"); }, {"f.yaml:2", "runtime.memory_limit"});
+}
+
+// Every closed option is an enum read by name: a bad value is refused naming the key, where it
+// came from, the value and every choice.
+TEST(Config, EveryChoiceRefusesABadValueNamingTheChoices) {
+  struct Case {
+    const char* section;
+    const char* key;
+    const char* choices;
+  };
+  const Case cases[] = {
+      {"runtime", "mode", "native, asteria"},
+      {"runtime", "backend", "cpu, cuda"},
+      {"runtime", "precision", "auto, fp32, bf16"},
+      {"runtime", "stagger", "auto, true, false"},
+      {"runtime", "blas", "auto, as-is"},
+      {"distributed", "fsdp", "full, hybrid, none"},
+      {"optim", "name", "adamw, shampoo, soap, kl_shampoo"},
+      {"optim", "root_method", "eigh, newton"},
+      {"optim", "grafting", "adam, none"},
+      {"optim", "refresh_dtype", "float64, float32"},
+      {"train", "schedule", "cosine, linear, constant"},
+      {"train", "activation_recompute", "none, blocks, every_k"},
+      {"data", "dtype", "auto, uint16, uint32"},
+  };
+  for (const Case& c : cases) {
+    const std::string key = std::string(c.section) + "." + c.key;
+    const std::string in_file = std::string(c.section) + ":\n  " + c.key + ": bogus\n";
+    const std::string message = "'" + key + "' = bogus is invalid: it must be one of: " + c.choices;
+    expect_error([&] { load_config_text(in_file, "f.yaml"); }, {"f.yaml:2", message.c_str()});
+    const std::string set = key + "=bogus";
+    expect_error([&] { load_config_text("", "f.yaml", {set}); }, {("--set " + set).c_str(), message.c_str()});
+  }
+  expect_error([] { load_config_text("runtime:\n  shadow:\n    lane: bogus\n", "f.yaml"); },
+               {"f.yaml:3", "'runtime.shadow.lane' = bogus is invalid: it must be one of: auto, workers, compute, device"});
+}
+
+// Each choice is read to its enum and written back under the same name, "quoted" as when the
+// options were strings (the resolved config's text is unchanged).
+TEST(Config, ChoicesReadToTheirEnumsAndWriteBackTheSameText) {
+  const Config c = load_config_text("", "f.yaml",
+                                    {"runtime.mode=asteria", "runtime.backend=cuda", "runtime.precision=fp32",
+                                     "runtime.stagger=false", "runtime.blas=as-is", "runtime.shadow.lane=device",
+                                     "distributed.fsdp=hybrid", "optim.name=shampoo", "optim.root_method=newton",
+                                     "optim.grafting=none", "optim.refresh_dtype=float32", "train.schedule=linear",
+                                     "train.activation_recompute=every_k", "train.recompute_every_k=3",
+                                     "data.dtype=uint32"});
+  EXPECT_EQ(c.runtime.mode, RuntimeMode::Asteria);
+  EXPECT_EQ(c.runtime.backend, BackendKind::Cuda);
+  EXPECT_EQ(c.runtime.precision, ComputePrecision::Fp32);
+  EXPECT_EQ(c.runtime.stagger, Stagger::Off);
+  EXPECT_EQ(c.runtime.blas, BlasKernels::AsIs);
+  EXPECT_EQ(c.runtime.shadow.lane, ShadowLane::Device);
+  EXPECT_EQ(c.distributed.fsdp, FsdpMode::Hybrid);
+  EXPECT_EQ(c.optim.name, OptimizerKind::Shampoo);
+  EXPECT_EQ(c.optim.root_method, RootMethod::Newton);
+  EXPECT_EQ(c.optim.grafting, Grafting::None);
+  EXPECT_EQ(c.optim.refresh_dtype, matfn::Precision::Float32);
+  EXPECT_EQ(c.train.schedule, ScheduleKind::Linear);
+  EXPECT_EQ(c.train.activation_recompute, ActivationRecompute::Mode::EveryK);
+  EXPECT_EQ(c.train.recompute().every_k, 3);
+  EXPECT_EQ(c.data.dtype, TokenDtypeChoice::U32);
+  const std::string y = config_to_yaml(c);
+  for (const char* line : {"  mode: \"asteria\"\n", "  backend: \"cuda\"\n", "  precision: \"fp32\"\n",
+                           "  stagger: \"false\"\n", "  blas: \"as-is\"\n", "    lane: \"device\"\n",
+                           "  fsdp: \"hybrid\"\n", "  name: \"shampoo\"\n", "  root_method: \"newton\"\n",
+                           "  grafting: \"none\"\n", "  refresh_dtype: \"float32\"\n", "  schedule: \"linear\"\n",
+                           "  activation_recompute: \"every_k\"\n", "  recompute_every_k: 3\n", "  dtype: \"uint32\"\n"})
+    EXPECT_NE(y.find(line), std::string::npos) << line << " not in:\n" << y;
+  EXPECT_EQ(config_to_yaml(load_config_text(y, "r.yaml")), y);
+  // A message names a choice by the name it is written with.
+  EXPECT_STREQ(to_string(Stagger::On), "true");
+  EXPECT_STREQ(to_string(BlasKernels::AsIs), "as-is");
+  EXPECT_STREQ(to_string(OptimizerKind::KlShampoo), "kl_shampoo");
+}
+
+// "checkpoint" means a saved run only: train.activation_checkpointing / checkpoint_every_k are
+// now train.activation_recompute / recompute_every_k. The old keys (older configs, --set lines,
+// the configs saved in older checkpoints) are still read, each with a note naming the new key.
+TEST(Config, OldActivationCheckpointingKeysAreReadWithANote) {
+  const Config file = load_config_text("train:\n  activation_checkpointing: every_k\n  checkpoint_every_k: 3\n", "f.yaml");
+  EXPECT_EQ(file.train.activation_recompute, ActivationRecompute::Mode::EveryK);
+  EXPECT_EQ(file.train.recompute_every_k, 3);
+  ASSERT_EQ(file.notes.size(), 2u);
+  EXPECT_NE(file.notes[0].find("f.yaml:2: train.activation_checkpointing is now train.activation_recompute"),
+            std::string::npos) << file.notes[0];
+  EXPECT_NE(file.notes[1].find("f.yaml:3: train.checkpoint_every_k is now train.recompute_every_k"),
+            std::string::npos) << file.notes[1];
+  // Written under the new keys only.
+  const std::string y = config_to_yaml(file);
+  EXPECT_EQ(y.find("checkpointing"), std::string::npos) << y;
+  EXPECT_EQ(y.find("checkpoint_every_k"), std::string::npos) << y;
+
+  const Config set = load_config_text("train:\n  activation_recompute: blocks\n", "f.yaml",
+                                      {"train.activation_checkpointing=none"});
+  EXPECT_EQ(set.train.activation_recompute, ActivationRecompute::Mode::None);   // the --set wins
+  ASSERT_EQ(set.notes.size(), 1u);
+  EXPECT_NE(set.notes[0].find("--set train.activation_checkpointing=none: train.activation_checkpointing is now "
+                              "train.activation_recompute"),
+            std::string::npos) << set.notes[0];
+  expect_error([] { load_config_text("", "f.yaml", {"train.activation_checkpointing=some"}); },
+               {"--set train.activation_checkpointing=some", "'train.activation_recompute' = some is invalid"});
+  expect_error([] { load_config_text("train:\n  activation_checkpointing: blocks\n  activation_recompute: none\n", "f.yaml"); },
+               {"f.yaml:2", "'train.activation_checkpointing' is the old name of 'train.activation_recompute'"});
+  EXPECT_TRUE(load_config_text("train:\n  activation_recompute: blocks\n", "f.yaml").notes.empty());
 }

@@ -1,7 +1,7 @@
 // The whole model on the CUDA backend (Model<float, CudaOps>) against the CPU one
 // (Model<float>): the same parameters and tokens, then the loss and every layer's gradient, for
 // every architecture variant of the gradient tests and the memory-lean settings (tiled
-// attention, chunked head, activation checkpointing). Both sides are fp32 with fp32
+// attention, chunked head, activation recompute). Both sides are fp32 with fp32
 // accumulation (no TF32), so they differ by rounding order only: the loss within 1e-5
 // relative, each layer's gradient within 1e-4 of its norm (about 60 kernels deep, each within
 // the ops test's 1e-5); and with bf16 GEMM operands (CudaBf16Ops) within bf16 rounding.
@@ -29,7 +29,7 @@ struct Variant {
   bool tied, qk_norm, z_loss;
   AttentionKind attention;
   int head_chunk;
-  ActivationCheckpointing::Mode checkpointing;
+  ActivationRecompute::Mode recompute;
 };
 
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }   // in test names, not bytes
@@ -66,11 +66,11 @@ class ModelOnCuda : public ::testing::TestWithParam<Variant> {
 template <class Ops>
 void expect_matches_cpu(const Variant& v, double loss_tol, double grad_tol) {
   const ModelConfig cfg = config_of(v);
-  ActivationCheckpointing ckpt;
-  ckpt.mode = v.checkpointing;
+  ActivationRecompute recompute;
+  recompute.mode = v.recompute;
   const int batch = 2;
-  Model<float> cpu(cfg, batch, Model<float>::Storage::Owned, ckpt);
-  Model<float, Ops> gpu(cfg, batch, Model<float, Ops>::Storage::Owned, ckpt);
+  Model<float> cpu(cfg, batch, Model<float>::Storage::Owned, recompute);
+  Model<float, Ops> gpu(cfg, batch, Model<float, Ops>::Storage::Owned, recompute);
   cpu.init(31);
   testing::perturb_norm_weights(cpu, 4);
   for (int l = 0; l < cpu.num_layers(); l++) CudaOps::to_device(gpu.params(l), cpu.params(l), cpu.table(l).numel);
@@ -142,7 +142,7 @@ TEST_P(ModelOnCuda, GradientsAccumulateOverMicroBatches) {
   }
 }
 
-using Mode = ActivationCheckpointing::Mode;
+using Mode = ActivationRecompute::Mode;
 const Variant kVariants[] = {
     {"PreLN", NormKind::LayerNorm, NormPlacement::Pre, false, false, false, AttentionKind::Full, 0, Mode::None},
     {"PreRMS_tied", NormKind::RMSNorm, NormPlacement::Pre, true, false, false, AttentionKind::Full, 0, Mode::None},

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "core/cuda/device_buffer.hpp"
@@ -21,6 +22,14 @@
 namespace asteria {
 namespace {
 
+// The optimizer a test case names as optim.name spells it.
+OptimizerKind optimizer_named(const std::string& name) {
+  for (OptimizerKind k : {OptimizerKind::AdamW, OptimizerKind::Shampoo, OptimizerKind::Soap, OptimizerKind::KlShampoo})
+    if (name == to_string(k)) return k;
+  throw std::invalid_argument("no optimizer named " + name);
+}
+
+
 class SecondOrderOnCuda : public testing::OnDevice, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(SecondOrderOnCuda, FollowsTheHost) {
@@ -28,7 +37,7 @@ TEST_P(SecondOrderOnCuda, FollowsTheHost) {
   t.add("w", {96, 72}, ParamClass::Matrix);   // blocks of at most 64: 64x64, 64x8, 32x64, 32x8
   t.add("norm", {72}, ParamClass::Norm);
   SecondOrderParams p;
-  p.algorithm = GetParam();
+  p.algorithm = optimizer_named(GetParam());
   p.precond.precondition_frequency = 3;
   p.max_preconditioner_dim = 64;
   p.weight_decay = 0.1;

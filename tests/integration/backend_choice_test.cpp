@@ -51,7 +51,7 @@ TEST(BackendChoice, CudaWithSeveralRanksNeedsFsdpNone) {
   Config cfg = tiny(dir, "adamw");
   cfg.distributed.world_size = 2;
   EXPECT_THROW(check_supported(cfg), Error);   // fsdp full, the default
-  cfg.distributed.fsdp = "none";
+  cfg.distributed.fsdp = FsdpMode::None;
   EXPECT_NO_THROW(check_supported(cfg));
 }
 

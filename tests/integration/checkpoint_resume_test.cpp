@@ -96,3 +96,37 @@ INSTANTIATE_TEST_SUITE_P(
                    }()},
         ResumeCase{"synchronous_writes", "shampoo", {"checkpoint.async=false", "checkpoint.every=2"}}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// A checkpoint saved before activation recompute had its name (its config says
+// train.activation_checkpointing / train.checkpoint_every_k) still resumes: the saved config is
+// read with the old keys under their new names, and then matches today's key by key.
+TEST(ResumeRenamedKeys, ActivationRecomputeFromTheOldKeysOfASavedConfig) {
+  TempDir dir("resume-renamed-keys");
+  asteria::testing::write_bigram_tokens(dir.file("train.bin"), 20000, 512, 3);
+  auto config = [&](std::vector<std::string> extra) {
+    std::vector<std::string> sets = asteria::testing::short_second_order_sets(dir, "adamw", 4);
+    sets.insert(sets.end(), {"run.dir=" + dir.file("run"), "train.activation_recompute=every_k",
+                             "train.recompute_every_k=3"});
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return load_config_text("seed: 9\nmodel:\n  preset: tiny\n  n_layers: 2\n", "resume.yaml", sets);
+  };
+  std::string checkpoint;
+  {
+    Trainer first(config({"train.stop_after=2"}));
+    checkpoint = first.run().checkpoint;
+  }
+  const std::string manifest_path = checkpoint + "/manifest.json";
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(manifest_path));
+  std::string text = manifest["config"].get<std::string>();
+  for (const auto& [now, before] : {std::pair<std::string, std::string>{"activation_recompute:", "activation_checkpointing:"},
+                                    {"recompute_every_k:", "checkpoint_every_k:"}}) {
+    const size_t at = text.find(now);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, now.size(), before);
+  }
+  manifest["config"] = text;
+  manifest["config_hash"] = text_xxh3(text);
+  std::ofstream(manifest_path) << manifest.dump(1);
+  Trainer resumed(config({"checkpoint.resume=latest"}));
+  EXPECT_EQ(resumed.run().last_step, 4);
+}

@@ -35,27 +35,32 @@ TEST(Cli, PrintPlanListsOpsPerLayer) {
   EXPECT_NE(out.find("clip_grads"), std::string::npos);
 }
 
-// train.activation_checkpointing: a recompute op before the backward of each recomputed block
+// train.activation_recompute: a recompute op before the backward of each recomputed block
 // (every_k = 2 on two blocks: block 0 only), and --dry-run's activations shrink by the block
 // buffers not kept.
-TEST(Cli, ActivationCheckpointingInThePlanAndTheDryRun) {
+TEST(Cli, ActivationRecomputeInThePlanAndTheDryRun) {
   std::string out;
   const std::string base = kTrain + " --config " + kConfigs + "/tiny-adamw.yaml ";
-  ASSERT_EQ(0, run_command(base + "--set train.activation_checkpointing=every_k --print-plan", &out)) << out;
+  ASSERT_EQ(0, run_command(base + "--set train.activation_recompute=every_k --print-plan", &out)) << out;
   EXPECT_NE(out.find("recompute     blocks.0     micro=0"), std::string::npos) << out;
   EXPECT_EQ(out.find("recompute     blocks.1"), std::string::npos) << out;
   EXPECT_LT(out.find("recompute     blocks.0"), out.find("backward      blocks.0")) << out;
   auto activations = [&](const std::string& mode) {
     std::string dry;
-    EXPECT_EQ(0, run_command(base + "--set train.activation_checkpointing=" + mode + " --dry-run", &dry)) << dry;
+    EXPECT_EQ(0, run_command(base + "--set train.activation_recompute=" + mode + " --dry-run", &dry)) << dry;
     const size_t at = dry.find("activations:");
     EXPECT_NE(at, std::string::npos) << dry;
-    EXPECT_NE(dry.find("checkpointing " + mode, at), std::string::npos) << dry;
+    EXPECT_NE(dry.find("recompute " + mode, at), std::string::npos) << dry;
     return std::stod(dry.substr(at + 12));
   };
   EXPECT_LT(activations("blocks"), activations("none"));
-  ASSERT_NE(0, run_command(base + "--set train.activation_checkpointing=some --dry-run", &out));
-  EXPECT_NE(out.find("train.activation_checkpointing"), std::string::npos) << out;
+  ASSERT_NE(0, run_command(base + "--set train.activation_recompute=some --dry-run", &out));
+  EXPECT_NE(out.find("'train.activation_recompute' = some is invalid: it must be one of: none, blocks, every_k"),
+            std::string::npos) << out;
+  // The old key (before "checkpoint" meant a saved run only) still works, with a note naming the new one.
+  ASSERT_EQ(0, run_command(base + "--set train.activation_checkpointing=blocks --dry-run", &out)) << out;
+  EXPECT_NE(out.find("train.activation_checkpointing is now train.activation_recompute"), std::string::npos) << out;
+  EXPECT_NE(out.find("recompute blocks"), std::string::npos) << out;
 }
 
 // The shadow pipeline's ops at a refresh step and a plain step; refreshes of the synchronous

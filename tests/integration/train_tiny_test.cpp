@@ -96,10 +96,10 @@ TEST(TrainTiny, SameSeedGivesSameBitsAndGradAccumTrains) {
   for (float x : d[1]) ASSERT_TRUE(std::isfinite(x));
 }
 
-// train.activation_checkpointing through the trainer: the plan's recompute ops give the same
+// train.activation_recompute through the trainer: the plan's recompute ops give the same
 // bits as keeping every activation, with two micro-batches and FSDP-free single-process
 // training, and the time they take is reported as recompute_s.
-TEST(TrainTiny, ActivationCheckpointingTrainsTheSameBits) {
+TEST(TrainTiny, ActivationRecomputeTrainsTheSameBits) {
   TempDir dir("train-ckpt");
   make_data(dir);
   auto train = [&](std::vector<std::string> extra) {
@@ -108,7 +108,7 @@ TEST(TrainTiny, ActivationCheckpointingTrainsTheSameBits) {
   };
   const auto ref = train({});
   for (const char* mode : {"blocks", "every_k"}) {
-    const auto p = train({std::string("train.activation_checkpointing=") + mode});
+    const auto p = train({std::string("train.activation_recompute=") + mode});
     ASSERT_EQ(p.size(), ref.size());
     for (size_t l = 0; l < p.size(); ++l)
       EXPECT_EQ(0, std::memcmp(p[l].data(), ref[l].data(), p[l].size() * sizeof(float))) << mode << " layer " << l;

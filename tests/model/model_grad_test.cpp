@@ -109,19 +109,19 @@ TEST_P(ModelGrad, ChunkedHeadGivesTheSameLossAndGradients) {
             ((16 * cfg.vocab_size + 15) / 16 * 16 - (5 * cfg.vocab_size + 15) / 16 * 16) * sizeof(float));
 }
 
-// train.activation_checkpointing: a recomputed block runs the forward's operations again on the
+// train.activation_recompute: a recomputed block runs the forward's operations again on the
 // same input into the same buffers, so its activations, and the gradients, come out bit for bit
-// as without checkpointing. Three blocks (all recomputed; every_k = 2: blocks 0 and 2) and two
+// as without recompute. Three blocks (all recomputed; every_k = 2: blocks 0 and 2) and two
 // micro-batches, so that a recompute follows other blocks' forwards into the shared buffer.
-TEST_P(ModelGrad, ActivationCheckpointingGivesBitIdenticalGradients) {
+TEST_P(ModelGrad, ActivationRecomputeGivesBitIdenticalGradients) {
   const auto [arch, tied, qk_norm, z_loss] = GetParam();
   ModelConfig cfg = arch_config(arch, tied, qk_norm, z_loss);
   cfg.n_layers = 3;
   const int batch = 2;
   const auto micro0 = testing::random_batch(cfg, batch, 81), micro1 = testing::random_batch(cfg, batch, 82);
-  using Mode = ActivationCheckpointing::Mode;
-  auto run = [&](const ActivationCheckpointing& ckpt, std::vector<double>& losses) {
-    auto m = std::make_unique<Model<float>>(cfg, batch, Model<float>::Storage::Owned, ckpt);
+  using Mode = ActivationRecompute::Mode;
+  auto run = [&](const ActivationRecompute& recompute, std::vector<double>& losses) {
+    auto m = std::make_unique<Model<float>>(cfg, batch, Model<float>::Storage::Owned, recompute);
     m->init(99);
     testing::perturb_norm_weights(*m, 7);
     m->zero_grads();
@@ -134,20 +134,19 @@ TEST_P(ModelGrad, ActivationCheckpointingGivesBitIdenticalGradients) {
   };
   std::vector<double> ref_losses;
   const auto ref = run({}, ref_losses);
-  for (const ActivationCheckpointing ckpt : {ActivationCheckpointing{Mode::Blocks, 1},
-                                             ActivationCheckpointing{Mode::EveryK, 2}}) {
+  for (const ActivationRecompute recompute : {ActivationRecompute{Mode::Blocks, 1}, ActivationRecompute{Mode::EveryK, 2}}) {
     std::vector<double> losses;
-    const auto m = run(ckpt, losses);
+    const auto m = run(recompute, losses);
     EXPECT_EQ(losses, ref_losses);
     for (int l = 0; l < m->num_layers(); l++) {
-      EXPECT_EQ(m->recomputes(l), l >= 1 && l <= 3 && (ckpt.mode == Mode::Blocks || (l - 1) % 2 == 0));
+      EXPECT_EQ(m->recomputes(l), l >= 1 && l <= 3 && (recompute.mode == Mode::Blocks || (l - 1) % 2 == 0));
       for (size_t i = 0; i < m->table(l).numel; i++)
         ASSERT_EQ(m->grads(l)[i], ref->grads(l)[i]) << m->layer_name(l) << " [" << i << "]";
     }
     // One block buffer (the shared one) instead of three, or two (block 1's and the shared).
     const size_t block = block_activation_layout(cfg, batch).total * sizeof(float);
-    EXPECT_EQ(ref->activation_bytes() - m->activation_bytes(), (ckpt.mode == Mode::Blocks ? 2 : 1) * block);
-    EXPECT_EQ(m->activation_bytes(), model_activation_bytes(cfg, batch, ckpt));
+    EXPECT_EQ(ref->activation_bytes() - m->activation_bytes(), (recompute.mode == Mode::Blocks ? 2 : 1) * block);
+    EXPECT_EQ(m->activation_bytes(), model_activation_bytes(cfg, batch, recompute));
   }
 }
 

@@ -72,7 +72,7 @@ TEST(MpiCoherence, EveryReplicaGetsTheOwnersVersionAndTheBytesAreTheHops) {
             EXPECT_EQ(coh.registry().block(coh.index(l, b)).adopted, ship ? round : round - (round - 1) % staleness);
             // Hand-counted: a control message per hop, the payload too when shipped.
             const size_t bytes = Coherence::kControlBytes +
-                                 (ship ? Coherence::payload_bytes("soap", mb.rows, mb.cols) : 0);
+                                 (ship ? Coherence::payload_bytes(OptimizerKind::Soap, mb.rows, mb.cols) : 0);
             const int owner = coh.owner(l, b), owner_node = owner / 2;
             const int same_node = std::min(W, 2 * owner_node + 2) - 2 * owner_node - 1;   // the owner's node mates
             const int inter = hierarchical ? nodes - 1 : W - 1 - same_node;

@@ -65,16 +65,16 @@ TEST(MpiShards, ShardingGathersReducesAndSumsInEveryMode) {
   // rebuilds the whole layer from the owners' shards;
   // sum_over_group adds the shard group's parts.
   const int W = make_mpi_world_communicator()->size();
-  for (const char* mode : {"full", "hybrid", "none"}) {
-    if (std::string(mode) == "hybrid" && W % 2 != 0) continue;
-    SCOPED_TRACE(mode);
-    Topology topo = make_topology(make_mpi_world_communicator(), std::string(mode) == "hybrid" ? 2 : 1);
+  for (const FsdpMode mode : {FsdpMode::Full, FsdpMode::Hybrid, FsdpMode::None}) {
+    if (mode == FsdpMode::Hybrid && W % 2 != 0) continue;
+    SCOPED_TRACE(to_string(mode));
+    Topology topo = make_topology(make_mpi_world_communicator(), mode == FsdpMode::Hybrid ? 2 : 1);
     topo.set_timeout(60);
     const int r = topo.rank;
     const ParamTable t = uneven_table();
     Sharding sh(mode, topo, {t}, 3);
     const int G = sh.group_size();
-    EXPECT_EQ(G, std::string(mode) == "full" ? W : std::string(mode) == "hybrid" ? 2 : 1);
+    EXPECT_EQ(G, mode == FsdpMode::Full ? W : mode == FsdpMode::Hybrid ? 2 : 1);
     // Owned table: the shard's units, which tile [offset, offset + count).
     const ParamTable& own = sh.owned_tables()[0];
     EXPECT_EQ(own.numel, sh.count(0));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <omp.h>
 
@@ -127,9 +128,16 @@ ParamTable a_layer() {
   return t;
 }
 
+// The optimizer a test case names as optim.name spells it.
+OptimizerKind optimizer_named(const std::string& name) {
+  for (OptimizerKind k : {OptimizerKind::AdamW, OptimizerKind::Shampoo, OptimizerKind::Soap, OptimizerKind::KlShampoo})
+    if (name == to_string(k)) return k;
+  throw std::invalid_argument("no optimizer named " + name);
+}
+
 SecondOrderParams params_for(const std::string& algorithm) {
   SecondOrderParams p;
-  p.algorithm = algorithm;
+  p.algorithm = optimizer_named(algorithm);
   p.precond.precondition_frequency = 3;
   p.max_preconditioner_dim = 32;
   p.weight_decay = 0.1;

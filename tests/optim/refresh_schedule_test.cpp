@@ -26,8 +26,8 @@ std::vector<double> slot_loads(const RefreshSchedule& s, const std::vector<std::
 
 TEST(RefreshSchedule, ReferenceScheduleRefreshesEveryBlockTogether) {
   const auto blocks = bench_small_blocks(2);
-  RefreshSchedule soap("soap", 10, 1, false, blocks);
-  RefreshSchedule shampoo("shampoo", 10, 5, false, blocks);
+  RefreshSchedule soap(OptimizerKind::Soap, 10, 1, false, blocks);
+  RefreshSchedule shampoo(OptimizerKind::Shampoo, 10, 5, false, blocks);
   for (int64_t step = 1; step <= 40; ++step)
     for (int l = 0; l < 2; ++l)
       for (int b = 0; b < 5; ++b) {
@@ -42,7 +42,7 @@ TEST(RefreshSchedule, ShampooStartsAtItsStartStepWithStaggerToo) {
   // Every block gets its first roots at S (the switch from grafting), then once per period at
   // its phase.
   const auto blocks = bench_small_blocks(2);
-  RefreshSchedule s("shampoo", 4, 3, true, blocks);
+  RefreshSchedule s(OptimizerKind::Shampoo, 4, 3, true, blocks);
   for (int l = 0; l < 2; ++l)
     for (int b = 0; b < 5; ++b) {
       std::vector<int64_t> steps;
@@ -61,7 +61,7 @@ TEST(RefreshSchedule, ShampooStartsAtItsStartStepWithStaggerToo) {
 
 TEST(RefreshSchedule, StaggerRefreshesEachBlockOncePerPeriod) {
   const auto blocks = bench_small_blocks(4);
-  RefreshSchedule s("kl_shampoo", 10, 1, true, blocks);
+  RefreshSchedule s(OptimizerKind::KlShampoo, 10, 1, true, blocks);
   for (int l = 0; l < 4; ++l)
     for (int b = 0; b < 5; ++b) {
       std::vector<int64_t> steps;
@@ -80,7 +80,7 @@ TEST(RefreshSchedule, StaggerBalancesRefreshCost) {
   const auto blocks = bench_small_blocks(4);
   const double B = refresh_cost(block(1024, 256)), Q = refresh_cost(block(768, 256)),
                S = refresh_cost(block(256, 256));
-  RefreshSchedule s("soap", 10, 1, true, blocks);
+  RefreshSchedule s(OptimizerKind::Soap, 10, 1, true, blocks);
   std::vector<double> load = slot_loads(s, blocks);
   std::vector<double> sorted = load;
   std::sort(sorted.begin(), sorted.end());
@@ -94,7 +94,7 @@ TEST(RefreshSchedule, StaggerBalancesRefreshCost) {
 
 TEST(RefreshSchedule, FewerBlocksThanStepsGetStepsOfTheirOwn) {
   const std::vector<std::vector<MatrixBlock>> blocks = {{block(64, 32), block(128, 128)}, {block(32, 32)}};
-  RefreshSchedule s("shampoo", 8, 1, true, blocks);
+  RefreshSchedule s(OptimizerKind::Shampoo, 8, 1, true, blocks);
   EXPECT_NE(s.offset(0, 0), s.offset(0, 1));
   EXPECT_NE(s.offset(0, 0), s.offset(1, 0));
   EXPECT_NE(s.offset(0, 1), s.offset(1, 0));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "optim/second_order.hpp"
@@ -19,9 +20,16 @@ namespace ref = asteria::reference;
 
 namespace {
 
+// The optimizer a test case names as optim.name spells it.
+OptimizerKind optimizer_named(const std::string& name) {
+  for (OptimizerKind k : {OptimizerKind::AdamW, OptimizerKind::Shampoo, OptimizerKind::Soap, OptimizerKind::KlShampoo})
+    if (name == to_string(k)) return k;
+  throw std::invalid_argument("no optimizer named " + name);
+}
+
 SecondOrderParams params_for(const std::string& algo, const ref::Hyper& h, int64_t max_dim) {
   SecondOrderParams p;
-  p.algorithm = algo;
+  p.algorithm = optimizer_named(algo);
   p.precond.beta1 = h.beta1;
   p.precond.beta2 = h.beta2;
   p.precond.shampoo_beta = h.shampoo_beta;
@@ -328,7 +336,7 @@ TEST(Soap, ARefreshContinuingFromADroppedVersionWalksTheInstallingChain) {
     p.beta2 = 0.95;
     p.shampoo_beta = 0.9;
     const int m = 6, n = 5;
-    auto installs = make_preconditioner(algo, "a", m, n, p), drops = make_preconditioner(algo, "b", m, n, p);
+    auto installs = make_preconditioner(optimizer_named(algo), "a", m, n, p), drops = make_preconditioner(optimizer_named(algo), "b", m, n, p);
     auto* a = dynamic_cast<EigenbasisBlock*>(installs.get());
     auto* b = dynamic_cast<EigenbasisBlock*>(drops.get());
     ASSERT_TRUE(a && b);
@@ -375,7 +383,7 @@ TEST(Soap, ARefreshContinuingFromADroppedVersionWalksTheInstallingChain) {
   }
   // Shampoo's roots come from the factors alone: nothing to keep.
   PreconditionerParams p;
-  auto shampoo = make_preconditioner("shampoo", "s", 4, 3, p);
+  auto shampoo = make_preconditioner(OptimizerKind::Shampoo, "s", 4, 3, p);
   RefreshJob job, kept;
   EXPECT_FALSE(shampoo->keep_dropped(job, kept));
 }
@@ -389,7 +397,7 @@ TEST(SecondOrder, RefreshChangeMeasuresByHand) {
   const double th = M_PI / 8, c = std::cos(th), sn = std::sin(th);
   const std::vector<double> F = {4 * c * c + sn * sn, 3 * c * sn, 3 * c * sn, 4 * sn * sn + c * c};
   for (const std::string algo : {"soap", "kl_shampoo"}) {
-    auto b = make_preconditioner(algo, "b", 2, 2, PreconditionerParams{});
+    auto b = make_preconditioner(optimizer_named(algo), "b", 2, 2, PreconditionerParams{});
     RefreshJob job;
     job.rows = job.cols = 2;
     job.left = job.right = F;
@@ -400,7 +408,7 @@ TEST(SecondOrder, RefreshChangeMeasuresByHand) {
     job.installed_left = job.installed_right = {fc, -fs, fs, fc};   // columns: the eigenvectors
     EXPECT_NEAR(b->refresh_change(job), 0.0, 1e-6) << algo;
   }
-  auto shampoo = make_preconditioner("shampoo", "s", 2, 2, PreconditionerParams{});
+  auto shampoo = make_preconditioner(OptimizerKind::Shampoo, "s", 2, 2, PreconditionerParams{});
   RefreshJob job;
   job.rows = job.cols = 2;
   job.left_root = job.right_root = {2, 0, 0, 2};
@@ -561,8 +569,8 @@ TEST(SecondOrder, Float32ComputeRefreshDiffersFromFloat64ButIsClose) {
     PreconditionerParams p32 = p64;
     p32.refresh_dtype = matfn::Precision::Float32;
     const int m = 16, n = 15;
-    auto b64 = make_preconditioner(algo, "b", m, n, p64);
-    auto b32 = make_preconditioner(algo, "b", m, n, p32);
+    auto b64 = make_preconditioner(optimizer_named(algo), "b", m, n, p64);
+    auto b32 = make_preconditioner(optimizer_named(algo), "b", m, n, p32);
     RefreshJob job;
     matfn::Workspace ws;
     auto g = random_grads(4, m, n, 6);
@@ -615,9 +623,9 @@ TEST(SecondOrder, RefreshInPartsOnSharedWorkspacesGivesOneCallsBits) {
     p.root_method = c.method;
     const std::string what = std::string(c.algo) + (c.precision == f32 ? " fp32" : " fp64") +
                              (c.method == RootMethod::Newton ? " newton" : "") + (c.beyond_fp32 ? " beyond fp32" : "");
-    auto a = make_preconditioner(c.algo, "a", 16, 15, p);
-    auto b = make_preconditioner(c.algo, "b", 9, 20, p);
-    ASSERT_EQ(static_cast<size_t>(a->refresh_parts()), refresh_part_costs(c.algo, 16, 15).size()) << what;
+    auto a = make_preconditioner(optimizer_named(c.algo), "a", 16, 15, p);
+    auto b = make_preconditioner(optimizer_named(c.algo), "b", 9, 20, p);
+    ASSERT_EQ(static_cast<size_t>(a->refresh_parts()), refresh_part_costs(optimizer_named(c.algo), 16, 15).size()) << what;
     RefreshJob ja, jb, scratch;
     matfn::Workspace ws[2];
     auto ga = random_grads(4, 16, 15, 6), gb = random_grads(4, 9, 20, 7);

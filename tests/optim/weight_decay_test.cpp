@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <stdexcept>
 
 #include "optim/adamw.hpp"
 #include "optim/second_order.hpp"
@@ -14,6 +15,13 @@
 using namespace asteria;
 
 namespace {
+
+// The optimizer a test case names as optim.name spells it.
+OptimizerKind optimizer_named(const std::string& name) {
+  for (OptimizerKind k : {OptimizerKind::AdamW, OptimizerKind::Shampoo, OptimizerKind::Soap, OptimizerKind::KlShampoo})
+    if (name == to_string(k)) return k;
+  throw std::invalid_argument("no optimizer named " + name);
+}
 
 std::unique_ptr<Optimizer> make(const std::string& algo, double wd, const std::vector<ParamTable>& layers,
                                 bool compensated) {
@@ -24,7 +32,7 @@ std::unique_ptr<Optimizer> make(const std::string& algo, double wd, const std::v
     return std::make_unique<AdamW>(p, layers);
   }
   SecondOrderParams p;
-  p.algorithm = algo;
+  p.algorithm = optimizer_named(algo);
   p.weight_decay = wd;
   p.precond.precondition_frequency = 10;
   p.precond.shampoo_beta = 0.95;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 #include <tuple>
 
 #include "../optim/bench_small_blocks.hpp"
@@ -17,6 +18,14 @@ using asteria::testing::bench_small_blocks;
 using asteria::testing::block;
 
 namespace {
+
+// The optimizer a test case names as optim.name spells it.
+OptimizerKind optimizer_named(const std::string& name) {
+  for (OptimizerKind k : {OptimizerKind::AdamW, OptimizerKind::Shampoo, OptimizerKind::Soap, OptimizerKind::KlShampoo})
+    if (name == to_string(k)) return k;
+  throw std::invalid_argument("no optimizer named " + name);
+}
+
 
 // One layer of `n` blocks (their sizes only matter to the stagger), each refresh of `parts`.
 RootJobPlacement::PartCosts equal_parts(int n, std::vector<double> parts) {
@@ -46,7 +55,7 @@ TEST(RootJobPlacement, EqualRefreshesPairUpOnTwoThreads) {
   // Four equal one-part refreshes, staggered one per step of F = 4. With D = 1 each runs alone
   // at its opening step (4 per period); with D = 2 two share a step: 2 per period, longest 1.
   const std::vector<std::vector<MatrixBlock>> blocks = {{block(512, 512), block(512, 512), block(512, 512), block(512, 512)}};
-  RefreshSchedule s("soap", 4, 1, /*stagger=*/true, blocks);
+  RefreshSchedule s(OptimizerKind::Soap, 4, 1, /*stagger=*/true, blocks);
   const auto costs = equal_parts(4, {1.0});
   RootJobPlacement d1(s, costs, ShadowDelay{1, 0}, 2), d2(s, costs, ShadowDelay{2, 0}, 2);
   EXPECT_DOUBLE_EQ(sum(batches(d1, 4, 2)), 4.0);
@@ -63,7 +72,7 @@ TEST(RootJobPlacement, PartsOfOneRefreshSpreadOverTheDelay) {
   // One block, F = 2, a refresh of two equal parts on one thread: with D = 1 both parts run at
   // the opening step (batches 2, 0); with D = 2 the second part runs a step later (1, 1).
   const std::vector<std::vector<MatrixBlock>> blocks = {{block(64, 64)}};
-  RefreshSchedule s("soap", 2, 1, false, blocks);
+  RefreshSchedule s(OptimizerKind::Soap, 2, 1, false, blocks);
   const auto costs = equal_parts(1, {1.0, 1.0});
   RootJobPlacement d1(s, costs, ShadowDelay{1, 0}, 1), d2(s, costs, ShadowDelay{2, 0}, 1);
   EXPECT_EQ(d1.lag(0, 0, 1), 0);
@@ -81,8 +90,8 @@ TEST(RootJobPlacement, EveryPartRunsOnceInOrderBeforeItsPublishStep) {
   for (const char* algo : {"soap", "shampoo"})
     for (int64_t D : {3, 4})
       for (bool stagger : {false, true}) {
-        RefreshSchedule s(algo, 10, 1, stagger, blocks);
-        const auto costs = refresh_part_costs(algo, blocks);
+        RefreshSchedule s(optimizer_named(algo), 10, 1, stagger, blocks);
+        const auto costs = refresh_part_costs(optimizer_named(algo), blocks);
         const ShadowDelay delay{D, 15};
         RootJobPlacement p(s, costs, delay, 2);
         std::map<std::tuple<int, int, int64_t>, std::vector<int>> parts_run;   // in the order they ran
@@ -127,8 +136,8 @@ TEST(RootJobPlacement, PartsMakeBenchSmallsBatchesShortAndEven) {
   // lags <= 2 pair them, but then steps alternate between two large refreshes and small ones.
   // In parts over the same lags the batches approach the even spread: total / (2 F) each.
   const auto blocks = bench_small_blocks(4);
-  RefreshSchedule s("soap", 10, 1, true, blocks);
-  const auto parts = refresh_part_costs("soap", blocks);
+  RefreshSchedule s(OptimizerKind::Soap, 10, 1, true, blocks);
+  const auto parts = refresh_part_costs(OptimizerKind::Soap, blocks);
   RootJobPlacement::PartCosts whole;
   double total = 0;
   for (const auto& layer : parts) {

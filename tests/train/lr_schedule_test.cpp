@@ -11,7 +11,7 @@ TEST(LrSchedule, WarmupThenCosineToFloor) {
   TrainConfig t;
   t.steps = 110;
   t.warmup_steps = 10;
-  t.schedule = "cosine";
+  t.schedule = ScheduleKind::Cosine;
   t.final_lr_fraction = 0.1;
   EXPECT_DOUBLE_EQ(lr_at(1, 1.0, t), 0.1);
   EXPECT_DOUBLE_EQ(lr_at(5, 1.0, t), 0.5);
@@ -26,10 +26,10 @@ TEST(LrSchedule, LinearAndConstant) {
   TrainConfig t;
   t.steps = 100;
   t.warmup_steps = 0;
-  t.schedule = "linear";
+  t.schedule = ScheduleKind::Linear;
   t.final_lr_fraction = 0.0;
   EXPECT_NEAR(lr_at(50, 2.0, t), 1.0, 1e-12);
   EXPECT_NEAR(lr_at(100, 2.0, t), 0.0, 1e-12);
-  t.schedule = "constant";
+  t.schedule = ScheduleKind::Constant;
   EXPECT_DOUBLE_EQ(lr_at(77, 2.0, t), 2.0);
 }

@@ -522,7 +522,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
 std::string resolve_resume(const Config& cfg) {
   const std::string& r = cfg.checkpoint.resume;
   if (r.empty()) return "";
-  if (r == "latest") {
+  if (cfg.checkpoint.resume_latest()) {
     const auto latest = latest_checkpoint((fs::path(cfg.run.dir) / "checkpoints").string());
     return latest ? latest->dir : "";
   }

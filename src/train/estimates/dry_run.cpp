@@ -18,13 +18,13 @@ namespace asteria {
 namespace {
 
 // What the activation figure depends on besides the model: "micro-batch 1 x seq 2048,
-// checkpointing blocks, attention tiled, head chunk 512".
+// recompute blocks, attention tiled, head chunk 512".
 std::string activation_mode(const Config& cfg) {
   std::string s = "micro-batch " + std::to_string(cfg.train.micro_batch) + " x seq " +
-                  std::to_string(cfg.model.seq_len) + ", checkpointing " +
-                  cfg.train.activation_checkpointing;
-  if (cfg.train.activation_checkpointing == "every_k")
-    s += " (k = " + std::to_string(cfg.train.checkpoint_every_k) + ")";
+                  std::to_string(cfg.model.seq_len) + ", recompute " +
+                  to_string(cfg.train.activation_recompute);
+  if (cfg.train.activation_recompute == ActivationRecompute::Mode::EveryK)
+    s += " (k = " + std::to_string(cfg.train.recompute_every_k) + ")";
   s += std::string(", attention ") + to_string(cfg.model.attention);
   if (cfg.model.head_chunk > 0) s += ", head chunk " + std::to_string(cfg.model.head_chunk);
   return s;
@@ -172,9 +172,9 @@ std::string world_report(const Config& cfg) {
   os << "# world of " << w.world << " ranks: global batch " << w.world << " x " << cfg.train.micro_batch << " x "
      << cfg.train.grad_accum << " = " << instances << " instances, " << instances * cfg.model.seq_len
      << " tokens per step\n\n";
-  os << "# shard map (distributed.world_size " << w.world << ", distributed.fsdp " << w.mode << ": ";
-  if (w.mode == "full") os << "one shard group of " << w.group << " ranks, no replicas)\n";
-  else if (w.mode == "hybrid")
+  os << "# shard map (distributed.world_size " << w.world << ", distributed.fsdp " << to_string(w.mode) << ": ";
+  if (w.mode == FsdpMode::Full) os << "one shard group of " << w.group << " ranks, no replicas)\n";
+  else if (w.mode == FsdpMode::Hybrid)
     os << w.replicas << " node(s) of " << w.group << " ranks: a shard group per node, replicated across nodes; "
        << "rank below = local rank, alike on every node)\n";
   else os << w.replicas << " replicas of the whole model)\n";
@@ -222,7 +222,7 @@ std::string world_report(const Config& cfg) {
        << "grads:            " << human_bytes(static_cast<double>(r0.grad_bytes)) << "  (every rank: every layer whole)\n";
   }
   os << "optimizer state:  " << min_max(plan, [](const RankFigures& f) { return f.optim.total(); }) << "  ("
-     << cfg.optim.name << (w.sharded() ? ", on each rank's shard tables" : ", whole") << ")\n";
+     << to_string(cfg.optim.name) << (w.sharded() ? ", on each rank's shard tables" : ", whole") << ")\n";
   if (w.sharded()) {
     size_t sum = 0;
     int64_t blocks = 0;
@@ -232,9 +232,9 @@ std::string world_report(const Config& cfg) {
     }
     os << "  over a shard group: " << human_bytes(static_cast<double>(sum)) << " = one process's "
        << human_bytes(static_cast<double>(plan.one_rank_optim.total()));
-    if (cfg.optim.name != "adamw") os << "; " << blocks << " blocks = " << plan.one_rank_optim.blocks;
+    if (cfg.optim.name != OptimizerKind::AdamW) os << "; " << blocks << " blocks = " << plan.one_rank_optim.blocks;
     os << "\n";
-    if (cfg.optim.name != "adamw") {
+    if (cfg.optim.name != OptimizerKind::AdamW) {
       int64_t lo = INT64_MAX, hi = 0;
       for (const RankFigures& f : plan.ranks) {
         lo = std::min(lo, f.optim.blocks);
@@ -263,8 +263,8 @@ std::string world_report(const Config& cfg) {
     os << "none (one rank)\n";
     return os.str();
   }
-  const std::string inside = w.mode == "hybrid" ? ", inside a node" : "";
-  const std::string across = w.mode == "hybrid" ? ", across nodes" : "";
+  const std::string inside = w.mode == FsdpMode::Hybrid ? ", inside a node" : "";
+  const std::string across = w.mode == FsdpMode::Hybrid ? ", across nodes" : "";
   if (w.sharded())
     os << "shard group (" << w.group << " ranks" << inside << "): gather + reduce_scatter "
        << min_max(plan, [](const RankFigures& f) { return f.comm.group; }, true)
@@ -294,7 +294,7 @@ std::string coherence_report(const Config& cfg) {
      << ", tolerance " << (cc.tolerance > 0 ? std::to_string(cc.tolerance) : std::string("off")) << ", "
      << (cc.hierarchical ? "hierarchical" : "flat") << ")\n"
      << "replica groups: " << c.groups << " of " << c.replicas << " replicas over " << c.nodes << " node(s)"
-     << (plan.world.mode == "hybrid" ? " (hybrid: one replica per node)" : "") << "\n"
+     << (plan.world.mode == FsdpMode::Hybrid ? " (hybrid: one replica per node)" : "") << "\n"
      << "owners: " << c.blocks << " blocks, one owner each; per replica " << c.blocks_min << " - " << c.blocks_max
      << " blocks, refresh cost (rows^3 + cols^3) " << share << " x an even 1/" << c.replicas << "\n"
      << "per refresh period (optim.precondition_frequency " << c.period
@@ -325,24 +325,24 @@ std::string dry_run_report(const Config& cfg) {
        << b["cpu_family_model"].get<std::string>() << ": " << b["cpu_features"].get<std::string>() << ")\n"
        << "kernels:      OpenBLAS " << b["openblas_corename"].get<std::string>() << " (best for this CPU: "
        << (b["cpu_best_kernels"].get<std::string>().empty() ? "none known" : b["cpu_best_kernels"].get<std::string>())
-       << "; OPENBLAS_CORETYPE " << b["openblas_coretype_env"].get<std::string>() << "; runtime.blas " << cfg.runtime.blas
+       << "; OPENBLAS_CORETYPE " << b["openblas_coretype_env"].get<std::string>() << "; runtime.blas " << to_string(cfg.runtime.blas)
        << ")\n\n";
   }
   const double p = static_cast<double>(pc.total) * sizeof(float);
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, model_param_tables(cfg.model));
   const double opt = static_cast<double>(ob.total());
-  const double act = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
+  const double act = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute()));
   os << "# memory estimate (fp32, one process)\n"
      << "params:           " << human_bytes(p) << "\n"
      << "grads:            " << human_bytes(p) << "\n"
-     << "optimizer state:  " << human_bytes(opt) << "  (" << cfg.optim.name << ")\n";
-  if (cfg.optim.name != "adamw")
+     << "optimizer state:  " << human_bytes(opt) << "  (" << to_string(cfg.optim.name) << ")\n";
+  if (cfg.optim.name != OptimizerKind::AdamW)
     os << "  factors:        " << human_bytes(static_cast<double>(ob.factors)) << "  (" << ob.blocks
        << " blocks, max dim " << cfg.optim.max_preconditioner_dim << ")\n"
        << "  roots/bases:    " << human_bytes(static_cast<double>(ob.roots)) << "\n"
        << "  moments:        " << human_bytes(static_cast<double>(ob.moments)) << "\n";
   os << "  adamw moments:  " << human_bytes(static_cast<double>(ob.adamw))
-     << (cfg.optim.name == "adamw" ? "  (m, v of every parameter)\n" : "  (m, v of the 1-D / unpreconditioned parameters)\n");
+     << (cfg.optim.name == OptimizerKind::AdamW ? "  (m, v of every parameter)\n" : "  (m, v of the 1-D / unpreconditioned parameters)\n");
   if (ob.compensation > 0)
     os << "  compensation:   " << human_bytes(static_cast<double>(ob.compensation))
        << "  (optim.compensated_updates: one float per parameter)\n";
@@ -351,7 +351,7 @@ std::string dry_run_report(const Config& cfg) {
      << "total:            " << human_bytes(2 * p + opt + act) << "\n";
   // What the process holds with the tiers' placement, and what the startup check compares it with.
   const MemoryEstimate mem = process_memory(cfg);
-  if (cfg.runtime.backend == "cuda")
+  if (cfg.runtime.backend == BackendKind::Cuda)
     os << "on the device:    " << human_bytes(device_memory(cfg).total())
        << "  (runtime.backend cuda: parameters, gradients, the device tier's optimizer state, activations)\n"
        << "in host memory:   " << human_bytes(mem.total())
@@ -362,7 +362,7 @@ std::string dry_run_report(const Config& cfg) {
   const uint64_t limit = memory_limit_bytes(cfg, 1);
   os << "memory limit:     "
      << (limit == UINT64_MAX ? std::string("none") : human_bytes(static_cast<double>(limit)))
-     << "  (runtime.memory_limit " << cfg.runtime.memory_limit << (cfg.runtime.memory_limit == "auto" ? ": MemAvailable" : "")
+     << "  (runtime.memory_limit " << cfg.runtime.memory_limit << (cfg.runtime.memory_limit_auto() ? ": MemAvailable" : "")
      << "; a run above it is refused at startup)\n\n";
   os << "# " << configured_tier_layout(cfg).describe() << "\n";
   const double fpt = training_flops_per_token(cfg.model);

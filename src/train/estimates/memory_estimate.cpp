@@ -45,7 +45,7 @@ double eigh_workspace_bytes(int64_t n) {
 }
 
 double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tables) {
-  if (cfg.optim.name == "adamw") return 0;
+  if (cfg.optim.name == OptimizerKind::AdamW) return 0;
   double largest_grad = 0, largest_ws = 0;
   std::vector<double> jobs;
   for (int l = 0; l < static_cast<int>(tables.size()); ++l)
@@ -59,7 +59,7 @@ double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tabl
   std::sort(jobs.begin(), jobs.end(), std::greater<>());
   const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
   double bytes = threads * (jobs[0] + largest_grad + largest_ws);
-  if (cfg.runtime.mode == "asteria") {
+  if (cfg.runtime.mode == RuntimeMode::Asteria) {
     // The shadow pipeline's jobs in flight: a synchronous refresh holds one while it runs; after
     // the warm-up each refresh is open for D + 1 steps, so (D + 1) steps' worth of refreshes (a
     // tenth of the blocks per step when staggered over F = 10, all of them at once when not),
@@ -90,12 +90,12 @@ MemoryEstimate process_memory(const Config& cfg) {
   m.optimizer_on_disk = on_disk;
   m.optimizer = static_cast<double>(ob.total()) - on_disk + static_cast<double>(layout.device_cache_bytes);
   if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
-  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute()));
   m.refresh_work = refresh_work_bytes(cfg, tables);
   // runtime.backend cuda: gradients, activations and the device tier's optimizer state live in
   // device memory; the host holds the parameters as the run's image (train/device_training.hpp)
   // and the host tier's homes (pinned).
-  if (cfg.runtime.backend == "cuda") {
+  if (cfg.runtime.backend == BackendKind::Cuda) {
     m.grads = m.activations = 0;
     m.optimizer = 0;
     for (const auto& by_tier : layout.by_class) m.optimizer += static_cast<double>(by_tier[static_cast<int>(Tier::Host)]);
@@ -108,7 +108,7 @@ MemoryEstimate device_memory(const Config& cfg) {
   m.params = m.grads = static_cast<double>(count_params(cfg.model).total) * sizeof(float);
   const TierLayout layout = configured_tier_layout(cfg);
   m.optimizer = static_cast<double>(layout.device_home_bytes + layout.device_cache_bytes);
-  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing()));
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute()));
   return m;
 }
 
@@ -120,7 +120,7 @@ void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t
        human_bytes(static_cast<double>(free_bytes)),
        " free. Lower runtime.tiers.device.bytes (the rest of the optimizer state then lives in pinned host memory or "
        "on the disk tier), lower train.micro_batch (raising train.grad_accum keeps the batch), or turn on "
-       "train.activation_checkpointing; `--dry-run` shows the estimate");
+       "train.activation_recompute; `--dry-run` shows the estimate");
 }
 
 MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node) {
@@ -153,7 +153,7 @@ uint64_t available_memory_bytes() {
 
 uint64_t memory_limit_bytes(const Config& cfg, int ranks_on_machine) {
   const std::string& limit = cfg.runtime.memory_limit;
-  if (limit != "auto") return parse_byte_size(limit);
+  if (!cfg.runtime.memory_limit_auto()) return parse_byte_size(limit);
   const uint64_t available = available_memory_bytes();
   if (available == 0) return std::numeric_limits<uint64_t>::max();
   return available / static_cast<uint64_t>(ranks_on_machine > 0 ? ranks_on_machine : 1);
@@ -169,7 +169,7 @@ void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_ma
   if (need.refresh_work > 0) os << ", refresh buffers " << human_bytes(need.refresh_work);
   os << ") but may use "
      << human_bytes(static_cast<double>(limit)) << " (runtime.memory_limit " << cfg.runtime.memory_limit;
-  if (cfg.runtime.memory_limit == "auto")
+  if (cfg.runtime.memory_limit_auto())
     os << ": MemAvailable of /proc/meminfo" << (ranks_on_machine > 1 ? " over " + std::to_string(ranks_on_machine) + " ranks" : "");
   os << "). Put optimizer state on the disk tier (runtime.mode asteria with runtime.tiers budgets), lower "
         "train.micro_batch, or shard it over more ranks; `--dry-run` shows the estimate";

@@ -23,17 +23,16 @@ PlannedWorld planned_world(const Config& cfg) {
   ASTERIA_CHECK(d.ranks_per_node == 0 || d.world_size % d.ranks_per_node == 0, cfg.source,
                 ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
                 "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
-  if (w.mode == "full") {
+  if (w.mode == FsdpMode::Full) {
     w.group = w.world;
     w.replicas = 1;
-  } else if (w.mode == "hybrid") {
+  } else if (w.mode == FsdpMode::Hybrid) {
     ASTERIA_CHECK(d.ranks_per_node > 0, cfg.source, ": distributed.fsdp hybrid with distributed.world_size ",
                   d.world_size, " needs distributed.ranks_per_node (the size of a node's shard group; "
                   "planning has no MPI to ask)");
     w.group = d.ranks_per_node;
     w.replicas = w.world / d.ranks_per_node;
-  } else {
-    ASTERIA_CHECK(w.mode == "none", cfg.source, ": distributed.fsdp '", w.mode, "'");
+  } else {  // None
     w.group = 1;
     w.replicas = w.world;
   }
@@ -57,7 +56,7 @@ WorldPlan plan_world(const Config& cfg) {
   }
   p.shards = shard_model(p.tables, max_dim, G);
   p.one_rank_optim = optimizer_state_bytes(cfg.optim, p.tables);
-  const size_t activations = model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.checkpointing());
+  const size_t activations = model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute());
   const int L = static_cast<int>(p.tables.size()), micros = cfg.train.grad_accum;
   for (const ParamTable& t : p.tables) p.largest_layer = std::max(p.largest_layer, t.numel);
   p.micro_batches = micros;
@@ -104,7 +103,7 @@ WorldPlan plan_world(const Config& cfg) {
 CoherencePlan plan_coherence(const Config& cfg, const WorldPlan& plan) {
   CoherencePlan c;
   const PlannedWorld& w = plan.world;
-  if (cfg.runtime.mode != "asteria" || cfg.optim.name == "adamw" || w.replicas < 2) return c;
+  if (cfg.runtime.mode != RuntimeMode::Asteria || cfg.optim.name == OptimizerKind::AdamW || w.replicas < 2) return c;
   c.active = true;
   c.replicas = w.replicas;
   c.groups = w.group;
@@ -113,7 +112,7 @@ CoherencePlan plan_coherence(const Config& cfg, const WorldPlan& plan) {
   // hybrid, one rank per node.
   std::vector<int> node_of;
   for (int r = 0; r < w.replicas; ++r)
-    node_of.push_back(w.mode == "hybrid" ? r : (w.ranks_per_node > 0 ? r / w.ranks_per_node : 0));
+    node_of.push_back(w.mode == FsdpMode::Hybrid ? r : (w.ranks_per_node > 0 ? r / w.ranks_per_node : 0));
   c.nodes = node_of.back() + 1;
   const int64_t max_dim = cfg.optim.max_preconditioner_dim;
   c.blocks_min = INT64_MAX;

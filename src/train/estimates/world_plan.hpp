@@ -22,7 +22,7 @@ namespace asteria {
 //   hybrid  a shard group per node (ranks_per_node ranks), W / ranks_per_node replicas;
 //   none    shard groups of one rank, W replicas.
 struct PlannedWorld {
-  std::string mode;        // distributed.fsdp
+  FsdpMode mode = FsdpMode::Full;  // distributed.fsdp
   int world = 1;
   int ranks_per_node = 0;  // distributed.ranks_per_node (0: not set)
   int group = 1;           // ranks of a shard group
@@ -30,7 +30,7 @@ struct PlannedWorld {
   bool sharded() const { return group > 1; }    // gathers and reduce-scatters
   bool reduces() const { return world > 1; }    // any gradient collective
   // World rank r's rank in its shard group.
-  int group_rank(int r) const { return mode == "hybrid" ? r % group : mode == "full" ? r : 0; }
+  int group_rank(int r) const { return mode == FsdpMode::Hybrid ? r % group : mode == FsdpMode::Full ? r : 0; }
 };
 
 // The world of distributed.world_size (> 0); an Error naming the keys when it is not a launch

@@ -344,11 +344,11 @@ TEST(WorldPlan, CoherenceOwnersAndBytesPerRefreshPeriod) {
   EXPECT_EQ(c.hier_inter + c.hier_intra, c.flat_inter + c.flat_intra);   // 3 hops per version either way
   EXPECT_TRUE(has(dry_run_report(cfg), "# coherence (runtime.mode asteria")) << dry_run_report(cfg);
   // Native mode, AdamW or no replicas: no coherence.
-  cfg.runtime.mode = "native";
+  cfg.runtime.mode = RuntimeMode::Native;
   EXPECT_FALSE(plan_coherence(cfg, plan_world(cfg)).active);
   EXPECT_FALSE(has(dry_run_report(cfg), "# coherence"));
-  cfg.runtime.mode = "asteria";
-  cfg.distributed.fsdp = "full";
+  cfg.runtime.mode = RuntimeMode::Asteria;
+  cfg.distributed.fsdp = FsdpMode::Full;
   EXPECT_FALSE(plan_coherence(cfg, plan_world(cfg)).active);
 }
 

@@ -1,0 +1,40 @@
+#pragma once
+// The runtime's closed options, read and written by the config (config/config_schema.hpp) under
+// the names to_string gives.
+namespace asteria {
+
+// runtime.mode. Native: the roots / bases refreshed inline (the baseline); Asteria: the shadow
+// pipeline (runtime/shadow.hpp).
+enum class RuntimeMode { Native, Asteria };
+
+// runtime.shadow.lane: where the shadow pipeline's root jobs run (config/config.hpp ShadowConfig).
+// Auto is resolved by the trainer (workers when they have cores of their own, else compute).
+enum class ShadowLane { Auto, Workers, Compute, Device };
+
+// runtime.stagger: spread the blocks' refreshes over the F steps. Auto is resolved when the
+// config loads (On in asteria mode, Off in native): never Auto after.
+enum class Stagger { Auto, On, Off };
+
+inline const char* to_string(RuntimeMode m) { return m == RuntimeMode::Asteria ? "asteria" : "native"; }
+
+inline const char* to_string(ShadowLane l) {
+  switch (l) {
+    case ShadowLane::Auto: return "auto";
+    case ShadowLane::Workers: return "workers";
+    case ShadowLane::Compute: return "compute";
+    case ShadowLane::Device: return "device";
+  }
+  return "?";
+}
+
+// The config's spelling: true / false.
+inline const char* to_string(Stagger s) {
+  switch (s) {
+    case Stagger::Auto: return "auto";
+    case Stagger::On: return "true";
+    case Stagger::Off: return "false";
+  }
+  return "?";
+}
+
+}  // namespace asteria
