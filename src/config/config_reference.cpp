@@ -242,7 +242,7 @@ class Describer {
     rows_.push_back({path(key), type_text<T>(), value_text(v), allowed_text<T>(check)});
   }
   template <class E>
-  void choice(const char* key, E& v, std::vector<std::pair<std::string, E>> names) {
+  void choice(const char* key, E& v, std::vector<std::pair<std::string, E>> names, bool /*quoted*/ = false) {
     std::string all, value;
     for (auto& [name, e] : names) {
       all += (all.empty() ? "one of: " : ", ") + name;
@@ -286,7 +286,11 @@ std::string cell(std::string s) {
   return out;
 }
 
-const std::vector<std::string> kOptimizers = {"adamw", "shampoo", "soap", "kl_shampoo"};
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, kind] : schema::optimizer_kinds()) names.push_back(name);
+  return names;
+}
 
 // A table of the keys whose default differs between variants (one column per variant).
 std::string variants_table(const std::string& first, const std::vector<std::string>& names,
@@ -337,7 +341,7 @@ std::string config_reference_markdown() {
   std::vector<std::vector<Row>> per_preset = {describe("model", ModelConfig{})};
   for (const std::string& p : model_preset_names()) per_preset.push_back(describe("model", model_preset(p)));
   std::vector<std::vector<Row>> per_optimizer;
-  for (const std::string& n : kOptimizers) per_optimizer.push_back(describe("optim", optim_defaults(n)));
+  for (const auto& [name, kind] : schema::optimizer_kinds()) per_optimizer.push_back(describe("optim", optim_defaults(kind)));
   std::set<std::string> optim_varies, preset_varies;
   for (size_t k = 0; k < per_optimizer[0].size(); ++k)
     for (auto& r : per_optimizer)
@@ -385,7 +389,7 @@ std::string config_reference_markdown() {
        "`optim.name` starts the optim section from that optimizer's values (`optim_defaults`,\n"
        "src/optim/optim_config.cpp; their sources and deviations: [optimizers](optimizers.md)); the keys\n"
        "written in the config override them. Keys not listed have the same default for all four.\n\n";
-  o << variants_table("key", kOptimizers, per_optimizer, "optim.name");
+  o << variants_table("key", optimizer_names(), per_optimizer, "optim.name");
   o << "\n## Defaults per model preset\n\n"
        "`model.preset` starts the model section from the preset's values (`model_preset`,\n"
        "src/model/presets.cpp); the keys written in the config override them. The first column is the\n"
