@@ -38,6 +38,7 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, Shad
   }
   plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get(), coherence != nullptr);
   opt_.set_refresh_policy(this);
+  name_registry_blocks();
 }
 
 ShadowPipeline::~ShadowPipeline() {

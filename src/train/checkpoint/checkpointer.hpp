@@ -34,13 +34,12 @@
 #include <string>
 #include <vector>
 
-#include "data/loader.hpp"
+#include "core/stateful.hpp"
 #include "fsdp/sharding.hpp"
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/plan_builder.hpp"
-#include "runtime/shadow.hpp"
 #include "runtime/tier_manager.hpp"
 #include "train/checkpoint/checkpoint_image.hpp"
 #include "train/checkpoint/checkpoint_manifest.hpp"
@@ -48,13 +47,15 @@
 
 namespace asteria {
 
-// What a run is made of, as far as its state goes.
+// What a run is made of, as far as its state goes: the tensors (the parameters, and the
+// optimizer's state tensors wherever its tiers keep them), and the components that save named
+// fields (core/stateful.hpp: the loader, the optimizer's counters, the shadow pipeline, ...),
+// which the checkpointer stores under /values without knowing them.
 struct RunParts {
   Model<float>& model;
-  Optimizer& optimizer;
+  Optimizer& optimizer;           // its state_pieces: how its state tensors are named in files
   TierManager& tiers;
-  ShadowPipeline* shadow;   // null in native mode
-  TrainLoader& loader;
+  std::vector<Stateful*> state;   // saved in this order, loaded in this order
   Sharding* sharding = nullptr;   // sharded: each rank of the shard group writes its own file
 };
 
