@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/stateful.hpp"
 #include "data/token_file.hpp"
 
 namespace asteria {
@@ -32,7 +33,10 @@ std::vector<uint64_t> epoch_permutation(uint64_t n, uint64_t seed, uint64_t epoc
 uint64_t count_instances(const TokenFile& file, int seq_len);
 
 // Holds a reference to the file: the file must outlive the loader.
-class TrainLoader {
+// Stateful ("loader"): position [epoch, index], seed [high 32 bits, low 32 bits] (a record: a
+// resumed run draws with its own seed), instances [per epoch] (a resume with another number,
+// other data or sequence length, is refused).
+class TrainLoader final : public Stateful {
  public:
   TrainLoader(const TokenFile& file, int seq_len, uint64_t seed);
   uint64_t num_instances() const { return num_instances_; }
@@ -45,6 +49,10 @@ class TrainLoader {
   LoaderPosition position() const { return pos_; }
   // Continues from a saved position; an index beyond the epoch is an error.
   void restore(const LoaderPosition& pos);
+
+  std::string state_name() const override { return "loader"; }
+  void save_state(StateWriter& out) override;
+  void load_state(const StateReader& in) override;
 
  private:
   void load_instance(uint64_t instance, int32_t* inputs, int32_t* targets) const;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stateful.hpp"
 #include "model/param_table.hpp"
 #include "optim/state_tensor.hpp"
 
@@ -45,9 +46,12 @@ struct OptimizerCounters {
   std::vector<int64_t> values;
 };
 
-class Optimizer {
+// Stateful ("optim"): the counters, one field "counters.<name>" each (AdamW has none; its state is
+// all tensors, which checkpoints take through state_pieces). Loading reads the counters this
+// optimizer has by name, so a sharded rank finds its blocks' among every rank's.
+class Optimizer : public Stateful {
  public:
-  virtual ~Optimizer() = default;
+  ~Optimizer() override = default;
   virtual void step_layer(int layer, float* params, const float* grads, float grad_scale,
                           double lr, int64_t step) = 0;
   virtual size_t state_bytes() const = 0;
@@ -59,6 +63,10 @@ class Optimizer {
   virtual std::vector<OptimizerCounters> counters() const { return {}; }
   // Sets every counter from `saved` (by name); a counter missing from it is an Error.
   virtual void restore_counters(const std::vector<OptimizerCounters>& saved) {}
+
+  std::string state_name() const override { return "optim"; }
+  void save_state(StateWriter& out) override;
+  void load_state(const StateReader& in) override;
 };
 
 // The checkpoint name of a parameter tensor's state piece: `prefix/entry[/suffix]`.

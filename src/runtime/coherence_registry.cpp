@@ -9,6 +9,29 @@ namespace asteria {
 
 CoherenceRegistry::CoherenceRegistry(CoherenceRule rule, int blocks) : rule_(rule), versions_(static_cast<size_t>(blocks)) {
   ASTERIA_ASSERT(rule.staleness >= 1 && rule.tolerance >= 0);
+  for (int b = 0; b < blocks; ++b) names_.push_back(std::to_string(b));
+}
+
+void CoherenceRegistry::name_blocks(std::vector<std::string> names) {
+  ASTERIA_ASSERT(names.size() == versions_.size(), names.size(), " names for ", versions_.size(), " blocks");
+  names_ = std::move(names);
+}
+
+void CoherenceRegistry::save_state(StateWriter& out) {
+  for (size_t b = 0; b < versions_.size(); ++b) {
+    const BlockVersions& v = versions_[b];
+    out.put(names_[b], {static_cast<double>(v.adopted), static_cast<double>(v.newest), static_cast<double>(v.adopted_step)});
+  }
+}
+
+void CoherenceRegistry::load_state(const StateReader& in) {
+  std::vector<BlockVersions> loaded = versions_;   // everything read before the registry changes
+  for (size_t b = 0; b < versions_.size(); ++b) {
+    if (!in.has(names_[b])) continue;
+    const std::vector<int64_t> v = in.ints(names_[b], 3);
+    loaded[b] = {v[0], v[1], v[2]};
+  }
+  versions_ = std::move(loaded);
 }
 
 bool CoherenceRegistry::decide(int b, double distance) const {

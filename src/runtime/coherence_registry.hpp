@@ -17,7 +17,10 @@
 // with its control message), the same in every run.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "core/stateful.hpp"
 
 namespace asteria {
 
@@ -53,13 +56,23 @@ struct Staleness {
   double mean_steps = 0;
 };
 
-class CoherenceRegistry {
+// Stateful ("coherence"): one field per block, named by name_blocks, of [adopted, newest,
+// adopted_step]. A checkpoint without a block's field (of a run without replicas) leaves it at
+// its initial versions.
+class CoherenceRegistry final : public Stateful {
  public:
   CoherenceRegistry(CoherenceRule rule, int blocks);
   const CoherenceRule& rule() const { return rule_; }
   int blocks() const { return static_cast<int>(versions_.size()); }
   const BlockVersions& block(int b) const { return versions_[b]; }
-  void set_block(int b, const BlockVersions& v) { versions_.at(static_cast<size_t>(b)) = v; }   // checkpoints
+  void set_block(int b, const BlockVersions& v) { versions_.at(static_cast<size_t>(b)) = v; }
+  // The blocks' names in checkpoints (default: their index), which must not depend on the rank
+  // or sharding (the shadow pipeline names them by layer and whole-layer block).
+  void name_blocks(std::vector<std::string> names);
+
+  std::string state_name() const override { return "coherence"; }
+  void save_state(StateWriter& out) override;
+  void load_state(const StateReader& in) override;
 
   // Whether the next version of block b, at `distance` from the adopted one, is shipped (the
   // owner's decision; the registry is unchanged).
@@ -79,6 +92,7 @@ class CoherenceRegistry {
  private:
   CoherenceRule rule_;
   std::vector<BlockVersions> versions_;
+  std::vector<std::string> names_;   // per block, in checkpoints
   int64_t shipped_ = 0, skipped_ = 0;
 };
 

@@ -38,6 +38,7 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, Shad
   }
   plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get(), coherence != nullptr);
   opt_.set_refresh_policy(this);
+  name_registry_blocks();
 }
 
 ShadowPipeline::~ShadowPipeline() {
@@ -440,65 +441,6 @@ void ShadowPipeline::prepare_checkpoint() {
   // And the owners' kept versions (rows 0, none kept, travels too: replica 0 may hold an old one).
   for (int l = 0; l < static_cast<int>(kept_.size()); ++l)
     for (int b = 0; b < static_cast<int>(kept_[l].size()); ++b) coherence_->send_to(l, b, 0, kept_[l][b]);
-}
-
-std::vector<KeptVersion> ShadowPipeline::kept_versions() const {
-  std::vector<KeptVersion> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (int l = 0; l < static_cast<int>(kept_.size()); ++l)
-    for (int b = 0; b < static_cast<int>(kept_[l].size()); ++b)
-      if (kept_[l][b].rows > 0) out.push_back({l, b, kept_[l][b]});
-  return out;
-}
-
-void ShadowPipeline::restore_kept_versions(const std::vector<KeptVersion>& kept) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const KeptVersion& k : kept) {
-    ASTERIA_CHECK(k.layer >= 0 && k.layer < static_cast<int>(kept_.size()) && k.block >= 0 &&
-                      k.block < static_cast<int>(kept_[k.layer].size()),
-                  "a kept version of layer ", k.layer, " block ", k.block, " does not exist in this model");
-    const BlockPreconditioner& pc = opt_.preconditioner(k.layer, k.block);
-    ASTERIA_CHECK(k.version.rows == pc.rows() && k.version.cols == pc.cols() &&
-                      k.version.left_basis.size() == static_cast<size_t>(pc.rows() * pc.rows()) &&
-                      k.version.right_basis.size() == static_cast<size_t>(pc.cols() * pc.cols()) &&
-                      k.version.left_perm.size() == static_cast<size_t>(pc.rows()) &&
-                      k.version.right_perm.size() == static_cast<size_t>(pc.cols()),
-                  "the kept version of ", pc.name(), " does not fit the block (", pc.rows(), " x ", pc.cols(), ")");
-    kept_[k.layer][k.block] = k.version;
-  }
-}
-
-std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {
-  complete_open_refreshes();
-  std::vector<OpenRefresh> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (int l = 0; l < static_cast<int>(queues_.size()); ++l)
-    for (int b = 0; b < static_cast<int>(queues_[l].size()); ++b)
-      for (const SlotPtr& s : queues_[l][b].slots) {
-        ASTERIA_ASSERT(s->state == SlotState::Ready, "an open refresh of ", opt_.blocks(l)[b].name,
-                       " is not computed here (with coherence, call prepare_checkpoint first)");
-        out.push_back({l, b, s->publish_step, s->job});
-      }
-  return out;
-}
-
-void ShadowPipeline::restore_open_refreshes(const std::vector<OpenRefresh>& open) {
-  ASTERIA_ASSERT(in_flight() == 0, "open refreshes restored into a pipeline that has some");
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const OpenRefresh& r : open) {
-    ASTERIA_CHECK(r.layer >= 0 && r.layer < static_cast<int>(queues_.size()) && r.block >= 0 &&
-                      r.block < static_cast<int>(queues_[r.layer].size()),
-                  "an open refresh of layer ", r.layer, " block ", r.block, " does not exist in this model");
-    BlockQueue& q = queues_[r.layer][r.block];
-    SlotPtr s = acquire();
-    s->publish_step = r.publish_step;
-    s->opened = r.publish_step - delay_.delay;   // open across a step boundary: not a warm-up one (D = 0)
-    s->job = r.job;
-    s->synced = s->ship = false;
-    s->parts_done = opt_.preconditioner(r.layer, r.block).refresh_parts();
-    s->state = SlotState::Ready;
-    q.slots.push_back(s);
-  }
 }
 
 double ShadowPipeline::take_stall_seconds() {

@@ -109,7 +109,11 @@ struct KeptVersion {
   RefreshJob version;
 };
 
-class ShadowPipeline final : public RefreshPolicy {
+// Stateful ("shadow"): the open refreshes, computed to the end, and with coherence the kept
+// versions (fields in shadow_state.cpp). Saving computes every open refresh to the end (with
+// coherence, after prepare_checkpoint). Loading keeps this rank's blocks (a sharded run) and
+// puts their refreshes back, to install at their publish steps.
+class ShadowPipeline final : public RefreshPolicy, public Stateful {
  public:
   // pool: the host workers, or null to run the root jobs on the compute lane (with as many
   // threads as OpenMP has now). worker_delay_s: each root job first sleeps this long (tests:
@@ -165,7 +169,13 @@ class ShadowPipeline final : public RefreshPolicy {
   std::vector<KeptVersion> kept_versions() const;
   void restore_kept_versions(const std::vector<KeptVersion>& kept);
 
+  std::string state_name() const override { return "shadow"; }
+  void save_state(StateWriter& out) override;
+  void load_state(const StateReader& in) override;
+
  private:
+  // The coherence registry's blocks by layer and whole-layer block in checkpoints.
+  void name_registry_blocks();
   // Remote: another replica owns the block; its version arrives at the publish step.
   enum class SlotState { AwaitingSnapshot, Snapshotted, Computing, Ready, Remote };
   struct Slot {
@@ -224,5 +234,18 @@ class ShadowPipeline final : public RefreshPolicy {
   std::atomic<int64_t> computed_{0};
   std::unique_ptr<ShadowPlanOps> plan_ops_;
 };
+
+// The shadow pipeline's place in checkpoints where a run has none (runtime.mode native): it
+// saves nothing and refuses a checkpoint holding refreshes in flight (they would be lost).
+class NoShadowPipeline final : public Stateful {
+ public:
+  std::string state_name() const override { return "shadow"; }
+  void save_state(StateWriter&) override {}
+  void load_state(const StateReader& in) override;
+};
+
+// What of the runtime a checkpoint keeps: the shadow pipeline (or NoShadowPipeline when null)
+// and, with replicas, its coherence registry.
+std::vector<Stateful*> shadow_state_parts(ShadowPipeline* shadow);
 
 }  // namespace asteria

@@ -235,7 +235,9 @@ struct Trainer::Impl {
   void build_plan() {
     if (cfg.checkpoint.enabled || !resume_dir.empty()) {
       std::vector<DataFingerprint> data = {token_file_fingerprint("train", cfg.data.train)};
-      checkpointer = std::make_unique<Checkpointer>(cfg, RunParts{*model, *optimizer, *tiers, shadow.get(), *loader, sharding.get()},
+      std::vector<Stateful*> state = {loader.get(), optimizer.get()};   // what saves named fields
+      for (Stateful* s : shadow_state_parts(shadow.get())) state.push_back(s);
+      checkpointer = std::make_unique<Checkpointer>(cfg, RunParts{*model, *optimizer, *tiers, state, sharding.get()},
                                                     std::move(data));
       checkpointer->bind(*executor);
     }

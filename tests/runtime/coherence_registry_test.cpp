@@ -78,3 +78,35 @@ TEST(CoherenceRegistry, ARestoredBlockDecidesAsTheOriginal) {
   EXPECT_EQ(b.block(0).adopted, 1);
   for (int v = 0; v < 4; ++v) EXPECT_EQ(b.computed(0, 9 + v, 0), a.computed(0, 9 + v, 0)) << v;
 }
+
+// Stateful: [adopted, newest, adopted_step] per block under "coherence.<name>"; a block the
+// checkpoint has no field for keeps its versions; a malformed one is named with the file.
+TEST(CoherenceRegistry, StateRoundTripsByBlockName) {
+  CoherenceRegistry saved(CoherenceRule{2, 0}, 3), loaded(CoherenceRule{2, 0}, 3);
+  saved.name_blocks({"0_0", "0_1", "1_0"});
+  loaded.name_blocks({"0_0", "0_1", "1_0"});
+  saved.computed(0, 4, 0.0);
+  saved.computed(0, 8, 0.0);
+  saved.computed(2, 12, 0.0);
+  asteria::StateFields fields;
+  asteria::save_states({&saved}, fields);
+  EXPECT_EQ(fields, (asteria::StateFields{{"coherence.0_0", {1, 2, 4}}, {"coherence.0_1", {0, 0, 0}},
+                                          {"coherence.1_0", {1, 1, 12}}}));
+  fields.erase("coherence.0_1");
+  loaded.set_block(1, {5, 6, 7});
+  asteria::load_states({&loaded}, fields, "ck/rank00000.h5");
+  EXPECT_EQ(loaded.block(0).newest, 2);
+  EXPECT_EQ(loaded.block(0).adopted_step, 4);
+  EXPECT_EQ(loaded.block(1).adopted, 5);   // no field: unchanged
+  EXPECT_EQ(loaded.block(2).adopted_step, 12);
+  fields["coherence.1_0"] = {1, 1};
+  try {
+    asteria::load_states({&loaded}, fields, "ck/rank00000.h5");
+    FAIL() << "no error";
+  } catch (const asteria::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ck/rank00000.h5: value 'coherence.1_0' has 2 entries, expected 3"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(loaded.block(0).newest, 2);
+}

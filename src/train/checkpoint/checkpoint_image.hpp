@@ -5,7 +5,7 @@
 // parameters of each layer, each optimizer state tensor), each stored as the global tensors it
 // holds (StatePiece: a global name, the global shape, and for preconditioner-block state the
 // block's coordinates in the unsharded parameter), and small float64 arrays for everything that
-// is not a tensor (counters, the loader's position, open shadow refreshes). Nothing is keyed by
+// is not a tensor (the Stateful components' fields, core/stateful.hpp). Nothing is keyed by
 // rank or memory layout, so a loader can regroup the pieces for another layout.
 //
 // HDF5 layout of rank<R>.h5:
@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stateful.hpp"
 #include "optim/optimizer.hpp"
 
 namespace asteria {
@@ -34,7 +35,7 @@ struct ImageBuffer {
 
 struct CheckpointImage {
   std::vector<ImageBuffer> buffers;
-  std::map<std::string, std::vector<double>> values;   // names without '/'
+  StateFields values;   // names without '/' (core/stateful.hpp)
   size_t bytes() const;
 };
 

@@ -11,7 +11,6 @@
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
-#include "optim/second_order.hpp"
 #include "train/checkpoint/checkpoint_store.hpp"
 #include "train/estimates/memory_estimate.hpp"
 
@@ -19,36 +18,6 @@ namespace fs = std::filesystem;
 
 namespace asteria {
 
-namespace {
-
-
-// Value names cannot hold '/', which separates HDF5 groups.
-std::string value_key(std::string name) {
-  for (char& c : name)
-    if (c == '/') c = ':';
-  return name;
-}
-
-template <class T>
-std::vector<double> as_doubles(const std::vector<T>& v) {
-  return {v.begin(), v.end()};
-}
-
-template <class T>
-void from_doubles(const std::vector<double>& v, std::vector<T>& out) {
-  out.assign(v.size(), T{});
-  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
-}
-
-// A refresh job's bases and permutations under `key` (open refreshes and kept versions).
-void put_bases(std::map<std::string, std::vector<double>>& v, const std::string& key, const RefreshJob& job) {
-  v[key + "left_basis"] = job.left_basis;
-  v[key + "right_basis"] = job.right_basis;
-  v[key + "left_perm"] = as_doubles(job.left_perm);
-  v[key + "right_perm"] = as_doubles(job.right_perm);
-}
-
-}  // namespace
 
 struct Checkpointer::Writer {
   std::thread thread;
@@ -181,47 +150,7 @@ void Checkpointer::capture_values(int64_t step, int64_t tokens, double elapsed_s
   v["train.step"] = {static_cast<double>(step)};
   v["train.tokens"] = {static_cast<double>(tokens)};
   v["train.elapsed_s"] = {elapsed_s};
-  const LoaderPosition pos = parts_.loader.position();
-  v["loader.position"] = {static_cast<double>(pos.epoch), static_cast<double>(pos.index)};
-  v["loader.seed"] = {static_cast<double>(cfg_.seed >> 32), static_cast<double>(cfg_.seed & 0xffffffffu)};
-  v["loader.instances"] = {static_cast<double>(parts_.loader.num_instances())};
-  for (const OptimizerCounters& c : parts_.optimizer.counters()) v["optim.counters." + value_key(c.name)] = as_doubles(c.values);
-  if (parts_.shadow) {
-    const std::vector<OpenRefresh> open = parts_.shadow->finish_open_refreshes();
-    // Keyed by layer and global block, so the files of several ranks never share a key.
-    for (const OpenRefresh& r : open) {
-      // By the block's index among the whole layer's (a one-rank run's index), so any sharding reads it.
-      const int block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).whole_block(r.layer, r.block);
-      const std::string key = "shadow.open." + std::to_string(r.layer) + "_" + std::to_string(block) + ".";
-      v[key + "where"] = {static_cast<double>(r.layer),    static_cast<double>(block),
-                          static_cast<double>(r.publish_step), static_cast<double>(r.job.rows),
-                          static_cast<double>(r.job.cols), static_cast<double>(static_cast<int>(r.job.status)),
-                          static_cast<double>(r.job.left_newton_done), static_cast<double>(r.job.right_newton_done)};
-      v[key + "left_root"] = r.job.left_root;
-      v[key + "right_root"] = r.job.right_root;
-      put_bases(v, key, r.job);
-      if (r.job.change >= 0) v[key + "change"] = {r.job.change};   // runtime.coherence.tolerance
-    }
-    // The coherence registry, per block by its whole-layer index as above: adopted and newest
-    // version, and the step the adopted one was computed from.
-    if (const Coherence* c = parts_.shadow->coherence()) {
-      const auto& opt = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
-      for (int l = 0; l < opt.num_layers(); ++l)
-        for (int b = 0; b < static_cast<int>(opt.blocks(l).size()); ++b) {
-          const BlockVersions& bv = c->registry().block(c->index(l, b));
-          v["coherence." + std::to_string(l) + "_" + std::to_string(opt.whole_block(l, b))] = {
-              static_cast<double>(bv.adopted), static_cast<double>(bv.newest), static_cast<double>(bv.adopted_step)};
-        }
-      // The versions the owners dropped and continue from (ShadowPipeline::kept_versions).
-      for (const KeptVersion& k : parts_.shadow->kept_versions()) {
-        const int block = opt.whole_block(k.layer, k.block);
-        const std::string key = "shadow.kept." + std::to_string(k.layer) + "_" + std::to_string(block) + ".";
-        v[key + "where"] = {static_cast<double>(k.layer), static_cast<double>(block), static_cast<double>(k.version.rows),
-                            static_cast<double>(k.version.cols)};
-        put_bases(v, key, k.version);
-      }
-    }
-  }
+  save_states(parts_.state, v);
   pending_ = manifest_for(step, tokens, elapsed_s);
 }
 
@@ -423,74 +352,11 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
   verify_files(dir, m);
   lay_out();
   check_image(files, image_);   // every tensor's shape and every value, before anything changes
-  const auto value = [&](const std::string& name, size_t n) -> const std::vector<double>& {
-    return image_value(image_, name, n, file);
-  };
-  const auto get_bases = [&](const std::string& key, RefreshJob& job) {
-    job.left_basis = value(key + "left_basis", 0);
-    job.right_basis = value(key + "right_basis", 0);
-    from_doubles(value(key + "left_perm", 0), job.left_perm);
-    from_doubles(value(key + "right_perm", 0), job.right_perm);
-  };
-  const int64_t step = static_cast<int64_t>(value("train.step", 1)[0]);
+  const StateReader train(image_.values, "train", file);
+  const int64_t step = train.ints("step", 1)[0];
   if (step != m.step) fail(file, ": holds step ", step, ", its manifest says ", m.step);
-  const std::vector<double>& pos = value("loader.position", 2);
-  if (static_cast<uint64_t>(value("loader.instances", 1)[0]) != parts_.loader.num_instances())
-    fail(file, ": the loader served ", value("loader.instances", 1)[0], " instances per epoch, this run has ",
-         parts_.loader.num_instances());
-  std::vector<OptimizerCounters> counters;
-  for (const auto& [name, vals] : image_.values)
-    if (name.rfind("optim.counters.", 0) == 0) {
-      std::string key = name.substr(15);
-      for (char& c : key)
-        if (c == ':') c = '/';
-      counters.push_back({key, {vals.begin(), vals.end()}});
-    }
-  std::vector<OpenRefresh> open;
-  std::vector<KeptVersion> kept;
-  if (parts_.shadow) {
-    for (const auto& [name, where] : image_.values) {
-      if (name.rfind("shadow.open.", 0) != 0 || name.size() < 6 || name.compare(name.size() - 6, 6, ".where") != 0) continue;
-      const std::string key = name.substr(0, name.size() - 5);   // "shadow.open.<layer>_<block>."
-      const std::vector<double>& w = value(key + "where", 8);
-      OpenRefresh r;
-      r.layer = static_cast<int>(w[0]);
-      r.block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).own_block(r.layer, static_cast<int>(w[1]));
-      if (r.block < 0) continue;   // another rank's block (a sharded run)
-      r.publish_step = static_cast<int64_t>(w[2]);
-      r.job.rows = static_cast<int64_t>(w[3]);
-      r.job.cols = static_cast<int64_t>(w[4]);
-      r.job.status = static_cast<matfn::Status>(static_cast<int>(w[5]));
-      r.job.left_newton_done = w[6] != 0;
-      r.job.right_newton_done = w[7] != 0;
-      r.job.left_root = value(key + "left_root", 0);
-      r.job.right_root = value(key + "right_root", 0);
-      get_bases(key, r.job);
-      if (image_.values.count(key + "change")) r.job.change = value(key + "change", 1)[0];
-      open.push_back(std::move(r));
-    }
-    // Kept versions matter only where versions are dropped (with replicas); elsewhere the next
-    // refresh starts from the installed state, as every refresh does there.
-    if (parts_.shadow->coherence())
-      for (const auto& [name, where] : image_.values) {
-        if (name.rfind("shadow.kept.", 0) != 0 || name.compare(name.size() - 6, 6, ".where") != 0) continue;
-        const std::string key = name.substr(0, name.size() - 5);   // "shadow.kept.<layer>_<block>."
-        const std::vector<double>& w = value(key + "where", 4);
-        KeptVersion k;
-        k.layer = static_cast<int>(w[0]);
-        k.block = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer).own_block(k.layer, static_cast<int>(w[1]));
-        if (k.block < 0) continue;
-        k.version.rows = static_cast<int64_t>(w[2]);
-        k.version.cols = static_cast<int64_t>(w[3]);
-        get_bases(key, k.version);
-        kept.push_back(std::move(k));
-      }
-  } else if (std::any_of(image_.values.begin(), image_.values.end(),
-                         [](const auto& v) { return v.first.rfind("shadow.open.", 0) == 0; })) {
-    fail(file, ": holds refreshes in flight of runtime.mode asteria; resume it in asteria mode");
-  }
-  // Everything checked: now the run changes.
-  parts_.optimizer.restore_counters(counters);
+  // Each component checks the fields it reads before it changes; then the tensors.
+  load_states(parts_.state, image_.values, file);
   const int layers = parts_.model.num_layers();
   read_tensors(files, image_, [&](size_t i, const float* data) {
     if (i < static_cast<size_t>(layers))
@@ -498,25 +364,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
     else
       parts_.tiers.copy_in(static_cast<int>(i) - layers, data);
   });
-  parts_.loader.restore({static_cast<uint64_t>(pos[0]), static_cast<uint64_t>(pos[1])});
-  if (parts_.shadow) {
-    parts_.shadow->restore_open_refreshes(open);
-    parts_.shadow->restore_kept_versions(kept);
-  }
-  // The coherence registry of this run's blocks, where the checkpoint has one (a checkpoint of a
-  // run without replicas has none: the registry starts afresh).
-  if (Coherence* c = parts_.shadow ? parts_.shadow->coherence() : nullptr) {
-    const auto& opt = dynamic_cast<const SecondOrderOptimizer&>(parts_.optimizer);
-    for (int l = 0; l < opt.num_layers(); ++l)
-      for (int b = 0; b < static_cast<int>(opt.blocks(l).size()); ++b) {
-        const auto it = image_.values.find("coherence." + std::to_string(l) + "_" + std::to_string(opt.whole_block(l, b)));
-        if (it == image_.values.end()) continue;
-        ASTERIA_CHECK(it->second.size() == 3, file, ": ", it->first, " holds ", it->second.size(), " values, not 3");
-        c->registry().set_block(c->index(l, b), {static_cast<int64_t>(it->second[0]), static_cast<int64_t>(it->second[1]),
-                                                 static_cast<int64_t>(it->second[2])});
-      }
-  }
-  return {step, value("train.elapsed_s", 1)[0], dir};
+  return {step, train.scalar("elapsed_s"), dir};
 }
 
 std::string resolve_resume(const Config& cfg) {

@@ -1,9 +1,12 @@
 #pragma once
 // Saving and restoring the complete state of a training run (docs/DESIGN.md "Checkpoints"): the
-// parameters, every optimizer state tensor wherever its tier keeps it, the optimizer's
-// counters, the loader's position (global: seed, epoch, instances served), the step, tokens and
-// elapsed time, and the shadow pipeline's open refreshes with their publish steps. The LR is a
-// function of the step; nothing else in a run draws random numbers (init uses the seed once).
+// parameters and every optimizer state tensor wherever its tier keeps it (streamed as the
+// optimizer's StatePieces), the step, tokens and elapsed time ("train.*"), and the named fields
+// of the run's Stateful components (core/stateful.hpp; RunParts::state: the loader's position,
+// the optimizer's counters, the shadow pipeline's open refreshes, the coherence registry, ...),
+// stored under /values without the checkpointer knowing what they mean: a new component joins
+// the list where the run is put together, not here. The LR is a function of the step; nothing
+// else in a run draws random numbers (init uses the seed once).
 //
 // save(step) runs at a step boundary (every lane idle). With checkpoint.async the state is
 // copied into the image (allocated at the first save and reused) by the checkpoint_copy op,
@@ -28,20 +31,20 @@
 // next save and the end of the run finish (and publish) a write still in flight.
 //
 // restore(dir) checks the checkpoint (manifest, file sizes and checksums, every tensor with its
-// shape, every value) before it changes anything, then reads it tensor by tensor into the run.
+// shape) before it changes anything; then each component loads its fields (checking them first,
+// an Error naming the field and the file), and the tensors are read one by one into the run.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/stateful.hpp"
 #include "core/step_metrics.hpp"
-#include "data/loader.hpp"
 #include "fsdp/sharding.hpp"
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/plan_builder.hpp"
-#include "runtime/shadow.hpp"
 #include "runtime/tier_manager.hpp"
 #include "train/checkpoint/checkpoint_image.hpp"
 #include "train/checkpoint/checkpoint_manifest.hpp"
@@ -49,13 +52,15 @@
 
 namespace asteria {
 
-// What a run is made of, as far as its state goes.
+// What a run is made of, as far as its state goes: the tensors (the parameters, and the
+// optimizer's state tensors wherever its tiers keep them), and the components that save named
+// fields (core/stateful.hpp: the loader, the optimizer's counters, the shadow pipeline, ...),
+// which the checkpointer stores under /values without knowing them.
 struct RunParts {
   Model<float>& model;
-  Optimizer& optimizer;
+  Optimizer& optimizer;           // its state_pieces: how its state tensors are named in files
   TierManager& tiers;
-  ShadowPipeline* shadow;   // null in native mode
-  TrainLoader& loader;
+  std::vector<Stateful*> state;   // saved in this order, loaded in this order
   Sharding* sharding = nullptr;   // sharded: each rank of the shard group writes its own file
 };
 
