@@ -24,7 +24,7 @@ ParamTable table() {
 
 SecondOrderParams soap() {
   SecondOrderParams p;
-  p.algorithm = "soap";
+  p.algorithm = OptimizerKind::Soap;
   p.precond.precondition_frequency = 2;
   p.max_preconditioner_dim = 3;   // several blocks
   return p;

@@ -20,7 +20,7 @@ ParamTable table() {
 
 SecondOrderParams soap() {
   SecondOrderParams p;
-  p.algorithm = "soap";
+  p.algorithm = OptimizerKind::Soap;
   p.precond.precondition_frequency = 4;
   p.max_preconditioner_dim = 3;   // blocks of 3 x 3, 3 x 2
   return p;
