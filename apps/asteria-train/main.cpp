@@ -40,7 +40,20 @@ int main(int argc, char** argv) {
                "validate the config, print it resolved with parameter count, memory estimate and "
                "FLOPs per token (with --set distributed.world_size=W: also the shard map, per-rank memory and "
                "comm bytes of W ranks), and exit");
-  app.add_flag_callback("--print-config-reference", [] { std::cout << asteria::config_reference_markdown(); throw CLI::Success(); },
+  app.add_flag_callback("--print-config-reference",
+                        [] {
+                          // Built whole first: a schema key without a meaning prints nothing but the
+                          // error (exit 2: the program's own fault).
+                          std::string text;
+                          try {
+                            text = asteria::config_reference_markdown();
+                          } catch (const asteria::Error& e) {
+                            std::fprintf(stderr, "asteria-train: %s\n", e.what());
+                            std::exit(2);
+                          }
+                          std::cout << text;
+                          throw CLI::Success();
+                        },
                         "print every config key (type, default, allowed values, meaning) as markdown: docs/configuration.md");
   app.add_flag("--print-plan", print_plan, "print the layer-execution plan of a step and exit");
   app.add_option("--plan-step", plan_step, "the step whose plan --print-plan prints")->check(CLI::PositiveNumber);

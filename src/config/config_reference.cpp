@@ -89,9 +89,10 @@ const std::map<std::string, std::string> kMeanings = {
     {"train.final_lr_fraction", "the lr at the last step is optim.lr times this"},
     {"train.stop_after",
      "stop (with a checkpoint) after this step, the schedule still that of train.steps; 0 = run to train.steps"},
-    {"train.activation_checkpointing",
-     "blocks that recompute their activations for the backward: none, blocks (all), every_k (0, k, 2k, ...)"},
-    {"train.checkpoint_every_k", "k of activation_checkpointing every_k"},
+    {"train.activation_recompute",
+     "blocks that recompute their activations for the backward instead of keeping them: none, blocks (all), "
+     "every_k (0, k, 2k, ...); the older key train.activation_checkpointing is read with a note"},
+    {"train.recompute_every_k", "k of activation_recompute every_k (older key: train.checkpoint_every_k)"},
     // runtime
     {"runtime.mode", "native: roots / eigenbases computed inline (the baseline); asteria: the shadow pipeline"},
     {"runtime.backend", "where the model and the optimizer's step run: cpu, or cuda (device 0; train/device_training.hpp)"},
