@@ -298,6 +298,59 @@ void apply_override(YAML::Node& root, const std::string& arg, Origins& origins, 
   origins.overrides[key] = arg;
 }
 
+// Checks across fields, and the values resolved from others (auto settings, defaults that
+// depend on other keys, notes for the program to print).
+void check_and_resolve(Config& cfg, const std::string& source) {
+  const ModelConfig& m = cfg.model;
+  if (m.d_model % m.n_heads != 0)
+    fail(source, ": model.d_model (", m.d_model, ") must be divisible by model.n_heads (", m.n_heads, ")");
+  if (m.head_dim() % 2 != 0)
+    fail(source, ": model head dimension d_model / n_heads = ", m.head_dim(), " must be even for RoPE");
+  if (m.embedding_size < m.vocab_size)
+    fail(source, ": model.embedding_size (", m.embedding_size, ") must be >= model.vocab_size (",
+         m.vocab_size, ")");
+  if (m.norm_placement == NormPlacement::Post && m.norm == NormKind::LayerNorm)
+    fail(source, ": model.norm_placement 'post' (OLMo-2) requires model.norm 'rmsnorm'");
+  const DistributedConfig& d = cfg.distributed;
+  if (d.world_size > 0 && d.ranks_per_node > 0 && d.world_size % d.ranks_per_node != 0)
+    fail(source, ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
+         "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
+  if (cfg.distributed.check_every_step) {
+    cfg.notes.push_back(detail::concat(source, ": distributed.check_every_step is now distributed.check_every "
+                                               "(steps between the replicas' checks); read as check_every: 1"));
+    cfg.distributed.check_every = 1;
+    cfg.distributed.check_every_step = false;
+  }
+  // Asteria mode staggers the refreshes unless told not to; native keeps the reference schedule.
+  RuntimeConfig& rt = cfg.runtime;
+  if (rt.stagger == Stagger::Auto) rt.stagger = rt.mode == RuntimeMode::Asteria ? Stagger::On : Stagger::Off;
+  // The GPU computes its GEMMs on bf16 operands (docs/DESIGN.md "Precision"); the CPU in fp32.
+  if (rt.precision == ComputePrecision::Auto)
+    rt.precision = rt.backend == BackendKind::Cuda ? ComputePrecision::Bf16 : ComputePrecision::Fp32;
+  if (rt.precision == ComputePrecision::Bf16 && rt.backend != BackendKind::Cuda)
+    fail(source, ": runtime.precision bf16 needs runtime.backend cuda (the CPU backend computes in fp32)");
+  if (rt.shadow.lane == ShadowLane::Device && rt.backend != BackendKind::Cuda)
+    fail(source, ": runtime.shadow.lane device needs runtime.backend cuda (the refreshes by the GPU's solvers); "
+         "on the CPU use workers, compute or auto");
+  // Staleness alone keeps SOAP's bases up to S periods old while they still turn fast (+11 % final
+  // loss at S = 5 on bench-small); the default tolerance ships those that moved.
+  if (cfg.runtime.coherence.tolerance < 0)
+    cfg.runtime.coherence.tolerance = cfg.runtime.coherence.staleness > 1 ? CoherenceRule::kDefaultTolerance : 0.0;
+  // A dropped version's owner continues from it (runtime/shadow.hpp): it must know a refresh's
+  // decision, made at its publish step, before the block's next refresh F steps later.
+  if (rt.coherence.staleness > 1 && (cfg.optim.name == OptimizerKind::Soap || cfg.optim.name == OptimizerKind::KlShampoo) &&
+      rt.shadow.delay > cfg.optim.precondition_frequency)
+    fail(source, ": runtime.coherence.staleness ", rt.coherence.staleness, " needs runtime.shadow.delay (", rt.shadow.delay,
+         ") <= optim.precondition_frequency (", cfg.optim.precondition_frequency,
+         "): each refresh continues from the last one's version, decided when it publishes");
+  if (cfg.train.warmup_steps > cfg.train.steps) {
+    // A short run of a long recipe (--set train.steps=2, a smoke test) runs; its warm-up is cut.
+    cfg.notes.push_back(detail::concat(source, ": train.warmup_steps ", cfg.train.warmup_steps, " exceeds train.steps ",
+                            cfg.train.steps, "; the warm-up is clipped to ", cfg.train.steps, " steps"));
+    cfg.train.warmup_steps = cfg.train.steps;
+  }
+}
+
 Config read_tree(YAML::Node root, const std::string& source,
                  const std::vector<std::string>& overrides) {
   Origins origins{source, {}};
@@ -348,55 +401,7 @@ Config read_tree(YAML::Node root, const std::string& source,
     for (auto& k : known) all += (all.empty() ? "" : ", ") + k;
     fail(origins.where(key, it->first), ": unknown key '", excerpt(key), "' (known top-level keys: ", all, ")");
   }
-  // Cross-field checks.
-  const ModelConfig& m = cfg.model;
-  if (m.d_model % m.n_heads != 0)
-    fail(source, ": model.d_model (", m.d_model, ") must be divisible by model.n_heads (", m.n_heads, ")");
-  if (m.head_dim() % 2 != 0)
-    fail(source, ": model head dimension d_model / n_heads = ", m.head_dim(), " must be even for RoPE");
-  if (m.embedding_size < m.vocab_size)
-    fail(source, ": model.embedding_size (", m.embedding_size, ") must be >= model.vocab_size (",
-         m.vocab_size, ")");
-  if (m.norm_placement == NormPlacement::Post && m.norm == NormKind::LayerNorm)
-    fail(source, ": model.norm_placement 'post' (OLMo-2) requires model.norm 'rmsnorm'");
-  const DistributedConfig& d = cfg.distributed;
-  if (d.world_size > 0 && d.ranks_per_node > 0 && d.world_size % d.ranks_per_node != 0)
-    fail(source, ": distributed.world_size (", d.world_size, ") must be a whole number of nodes of "
-         "distributed.ranks_per_node (", d.ranks_per_node, ") ranks");
-  if (cfg.distributed.check_every_step) {
-    cfg.notes.push_back(detail::concat(source, ": distributed.check_every_step is now distributed.check_every "
-                                               "(steps between the replicas' checks); read as check_every: 1"));
-    cfg.distributed.check_every = 1;
-    cfg.distributed.check_every_step = false;
-  }
-  // Asteria mode staggers the refreshes unless told not to; native keeps the reference schedule.
-  RuntimeConfig& rt = cfg.runtime;
-  if (rt.stagger == Stagger::Auto) rt.stagger = rt.mode == RuntimeMode::Asteria ? Stagger::On : Stagger::Off;
-  // The GPU computes its GEMMs on bf16 operands (docs/DESIGN.md "Precision"); the CPU in fp32.
-  if (rt.precision == ComputePrecision::Auto)
-    rt.precision = rt.backend == BackendKind::Cuda ? ComputePrecision::Bf16 : ComputePrecision::Fp32;
-  if (rt.precision == ComputePrecision::Bf16 && rt.backend != BackendKind::Cuda)
-    fail(source, ": runtime.precision bf16 needs runtime.backend cuda (the CPU backend computes in fp32)");
-  if (rt.shadow.lane == ShadowLane::Device && rt.backend != BackendKind::Cuda)
-    fail(source, ": runtime.shadow.lane device needs runtime.backend cuda (the refreshes by the GPU's solvers); "
-         "on the CPU use workers, compute or auto");
-  // Staleness alone keeps SOAP's bases up to S periods old while they still turn fast (+11 % final
-  // loss at S = 5 on bench-small); the default tolerance ships those that moved.
-  if (cfg.runtime.coherence.tolerance < 0)
-    cfg.runtime.coherence.tolerance = cfg.runtime.coherence.staleness > 1 ? CoherenceRule::kDefaultTolerance : 0.0;
-  // A dropped version's owner continues from it (runtime/shadow.hpp): it must know a refresh's
-  // decision, made at its publish step, before the block's next refresh F steps later.
-  if (rt.coherence.staleness > 1 && (cfg.optim.name == OptimizerKind::Soap || cfg.optim.name == OptimizerKind::KlShampoo) &&
-      rt.shadow.delay > cfg.optim.precondition_frequency)
-    fail(source, ": runtime.coherence.staleness ", rt.coherence.staleness, " needs runtime.shadow.delay (", rt.shadow.delay,
-         ") <= optim.precondition_frequency (", cfg.optim.precondition_frequency,
-         "): each refresh continues from the last one's version, decided when it publishes");
-  if (cfg.train.warmup_steps > cfg.train.steps) {
-    // A short run of a long recipe (--set train.steps=2, a smoke test) runs; its warm-up is cut.
-    cfg.notes.push_back(detail::concat(source, ": train.warmup_steps ", cfg.train.warmup_steps, " exceeds train.steps ",
-                            cfg.train.steps, "; the warm-up is clipped to ", cfg.train.steps, " steps"));
-    cfg.train.warmup_steps = cfg.train.steps;
-  }
+  check_and_resolve(cfg, source);
   return cfg;
 }
 

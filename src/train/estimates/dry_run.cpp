@@ -164,14 +164,9 @@ std::string min_max(const WorldPlan& plan, F figure, bool exact = false) {
   return "min " + text(lo) + " (rank " + std::to_string(lo) + "), max " + text(hi) + " (rank " + std::to_string(hi) + ")";
 }
 
-std::string world_report(const Config& cfg) {
-  const WorldPlan plan = plan_world(cfg);
+// The shard map: who owns which part of each layer.
+void shard_map_section(std::ostream& os, const Config& cfg, const WorldPlan& plan) {
   const PlannedWorld& w = plan.world;
-  std::ostringstream os;
-  const int64_t instances = static_cast<int64_t>(w.world) * cfg.train.micro_batch * cfg.train.grad_accum;
-  os << "# world of " << w.world << " ranks: global batch " << w.world << " x " << cfg.train.micro_batch << " x "
-     << cfg.train.grad_accum << " = " << instances << " instances, " << instances * cfg.model.seq_len
-     << " tokens per step\n\n";
   os << "# shard map (distributed.world_size " << w.world << ", distributed.fsdp " << to_string(w.mode) << ": ";
   if (w.mode == FsdpMode::Full) os << "one shard group of " << w.group << " ranks, no replicas)\n";
   else if (w.mode == FsdpMode::Hybrid)
@@ -202,7 +197,11 @@ std::string world_report(const Config& cfg) {
     }
     os << "\n";
   }
+}
 
+// Each rank's memory: parameters, gradients, optimizer state, buffers, activations.
+void memory_section(std::ostream& os, const Config& cfg, const WorldPlan& plan) {
+  const PlannedWorld& w = plan.world;
   const RankFigures& r0 = plan.ranks[0];
   os << "# per-rank memory (fp32, world " << w.world << "; min / max over the ranks)\n";
   size_t shard_lo = SIZE_MAX, shard_hi = 0;
@@ -257,11 +256,15 @@ std::string world_report(const Config& cfg) {
      << "activations:      " << human_bytes(static_cast<double>(r0.activation_bytes)) << "  ("
      << activation_mode(cfg) << ")\n"
      << "total (peak):     " << min_max(plan, [](const RankFigures& f) { return f.total_bytes(); }) << "\n\n";
+}
 
+// The bytes each rank moves per step, per group.
+void comm_section(std::ostream& os, const WorldPlan& plan) {
+  const PlannedWorld& w = plan.world;
   os << "# comm per step, per rank (the data it moves at least, as metrics.jsonl comm_bytes counts it)\n";
   if (!w.reduces()) {
     os << "none (one rank)\n";
-    return os.str();
+    return;
   }
   const std::string inside = w.mode == FsdpMode::Hybrid ? ", inside a node" : "";
   const std::string across = w.mode == FsdpMode::Hybrid ? ", across nodes" : "";
@@ -276,6 +279,19 @@ std::string world_report(const Config& cfg) {
        << "  (2 (n-1)/n x " << (w.sharded() ? "the rank's shard" : "every layer") << ")\n";
   os << "total:            " << min_max(plan, [](const RankFigures& f) { return f.comm.group + f.comm.replicas; }, true)
      << "  (plus the all-reduces of a few scalars: grad norm, loss)\n";
+}
+
+std::string world_report(const Config& cfg) {
+  const WorldPlan plan = plan_world(cfg);
+  const PlannedWorld& w = plan.world;
+  std::ostringstream os;
+  const int64_t instances = static_cast<int64_t>(w.world) * cfg.train.micro_batch * cfg.train.grad_accum;
+  os << "# world of " << w.world << " ranks: global batch " << w.world << " x " << cfg.train.micro_batch << " x "
+     << cfg.train.grad_accum << " = " << instances << " instances, " << instances * cfg.model.seq_len
+     << " tokens per step\n\n";
+  shard_map_section(os, cfg, plan);
+  memory_section(os, cfg, plan);
+  comm_section(os, plan);
   return os.str();
 }
 
