@@ -7,6 +7,7 @@
 # Runs: SOAP asteria (one rank; two replicas with coherence; two ranks fsdp full), AdamW native
 # (one rank), and SOAP resumed at step 6 from the first run. Default threads throughout.
 set -euo pipefail
+command -v h5dump >/dev/null || { echo "bits_fingerprint: needs h5dump (Debian hdf5-tools; scripts/setup.sh installs it)" >&2; exit 1; }
 cd "$(dirname "$0")/.."
 build=${1:-build}
 train="$PWD/$build/bin/asteria-train"
