@@ -124,7 +124,7 @@ const std::map<std::string, std::string> kMeanings = {
      "auto: a generic BLAS fallback is switched to the best kernels the CPU supports (after a self-check); "
      "as-is: the library's choice"},
     {"runtime.memory_limit",
-     "memory a process may hold; auto = MemAvailable at startup shared by the machine's ranks; a run "
+     "memory a process may hold; auto = the smallest of MemAvailable, the cgroup's room (v2 or v1) shared by the machine's ranks, and RLIMIT_AS; a run "
      "estimated above it is refused before it allocates"},
     // distributed
     {"distributed.fsdp", "full (sharded over all ranks), hybrid (sharded in a node, replicated across), none (replicated)"},

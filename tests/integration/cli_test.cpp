@@ -163,13 +163,16 @@ TEST(Cli, ARunOverTheMemoryLimitIsRefusedWithTheBytes) {
   ASSERT_EQ(0, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --set runtime.memory_limit=24GiB --dry-run",
                            &out)) << out;
   EXPECT_NE(out.find("memory limit:     24.00 GiB  (runtime.memory_limit 24GiB"), std::string::npos) << out;
+  // Every limit found is listed (MemAvailable at least, on Linux), and the disk tier's free space.
+  EXPECT_NE(out.find("  MemAvailable  "), std::string::npos) << out;
+  EXPECT_NE(out.find("disk tier:        "), std::string::npos) << out;
   // On a machine with less memory than native OLMo-1B SOAP needs, its start is refused.
   if (asteria::available_memory_bytes() < 70ull << 30) {
     EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --set data.train=" + dir.file("train.bin") +
                                  " --set data.eval= --set model.vocab_size=512 --set model.embedding_size=512 --set run.dir=" + dir.file("olmo"),
                              &out));
     EXPECT_NE(out.find("this run needs about "), std::string::npos) << out;
-    EXPECT_NE(out.find("MemAvailable of /proc/meminfo"), std::string::npos) << out;
+    EXPECT_NE(out.find("(runtime.memory_limit auto: "), std::string::npos) << out;
   }
 }
 

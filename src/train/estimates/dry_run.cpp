@@ -1,10 +1,14 @@
-#include "core/cpu/blas_kernels.hpp"
 #include "train/estimates/dry_run.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
+
+#include "core/cpu/blas_kernels.hpp"
+#include "core/memory_limits.hpp"
 
 #include "model/model.hpp"
 #include "train/estimates/flops.hpp"
@@ -281,6 +285,25 @@ void comm_section(std::ostream& os, const WorldPlan& plan) {
      << "  (plus the all-reduces of a few scalars: grad norm, loss)\n";
 }
 
+// The limits the process must live within: every source found, the one that binds, and the free
+// space of the disk tier's file system.
+void limits_section(std::ostream& os, const Config& cfg, const MemoryEstimate& mem) {
+  const uint64_t limit = memory_limit_bytes(cfg, 1);
+  os << "memory limit:     " << (limit == UINT64_MAX ? std::string("none") : human_bytes(static_cast<double>(limit)))
+     << "  (" << memory_limit_source(cfg, 1) << "; a run above it is refused at startup)\n";
+  const MemoryLimits limits = find_memory_limits();
+  const MemorySource* binds = limits.binding(1);
+  for (const MemorySource& src : limits.sources)
+    os << "  " << src.name << std::string(src.name.size() < 14 ? 14 - src.name.size() : 1, ' ')
+       << human_bytes(static_cast<double>(src.bytes)) << "  (" << src.where << (src.shared ? "" : ", per process")
+       << (&src == binds && cfg.runtime.memory_limit_auto() ? "; binds" : "") << ")\n";
+  const std::string disk = disk_tier_file(cfg);
+  const std::string dir = std::filesystem::path(disk).parent_path().string();
+  const std::optional<uint64_t> free = free_disk_bytes(dir);
+  os << "disk tier:        " << (free ? human_bytes(static_cast<double>(*free)) + " free" : std::string("free space unknown"))
+     << " at " << dir << " (statvfs); optimizer state homed there: " << human_bytes(mem.optimizer_on_disk) << "\n\n";
+}
+
 std::string world_report(const Config& cfg) {
   const WorldPlan plan = plan_world(cfg);
   const PlannedWorld& w = plan.world;
@@ -375,11 +398,7 @@ std::string dry_run_report(const Config& cfg) {
   else
     os << "in memory:        " << human_bytes(mem.total()) << "  (optimizer state on the disk tier: "
        << human_bytes(mem.optimizer_on_disk) << "; refresh buffers: " << human_bytes(mem.refresh_work) << ")\n";
-  const uint64_t limit = memory_limit_bytes(cfg, 1);
-  os << "memory limit:     "
-     << (limit == UINT64_MAX ? std::string("none") : human_bytes(static_cast<double>(limit)))
-     << "  (runtime.memory_limit " << cfg.runtime.memory_limit << (cfg.runtime.memory_limit_auto() ? ": MemAvailable" : "")
-     << "; a run above it is refused at startup)\n\n";
+  limits_section(os, cfg, mem);
   os << "# " << configured_tier_layout(cfg).describe() << "\n";
   const double fpt = training_flops_per_token(cfg.model);
   const double tokens_per_step =

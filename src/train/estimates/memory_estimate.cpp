@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/memory_limits.hpp"
 #include "model/model.hpp"
 #include "optim/blocks.hpp"
 #include "train/estimates/flops.hpp"
@@ -140,23 +141,25 @@ MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node) {
 }
 
 uint64_t available_memory_bytes() {
-  // Line by line: not every line of /proc/meminfo has a unit.
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  unsigned long long kib = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
-  std::fclose(f);
-  return static_cast<uint64_t>(kib) * 1024;
+  const MemoryLimits limits = find_memory_limits();
+  const MemorySource* b = limits.binding(1);
+  return b ? b->bytes : 0;
 }
 
 uint64_t memory_limit_bytes(const Config& cfg, int ranks_on_machine) {
-  const std::string& limit = cfg.runtime.memory_limit;
-  if (!cfg.runtime.memory_limit_auto()) return parse_byte_size(limit);
-  const uint64_t available = available_memory_bytes();
-  if (available == 0) return std::numeric_limits<uint64_t>::max();
-  return available / static_cast<uint64_t>(ranks_on_machine > 0 ? ranks_on_machine : 1);
+  if (!cfg.runtime.memory_limit_auto()) return parse_byte_size(cfg.runtime.memory_limit);
+  const MemoryLimits limits = find_memory_limits();
+  const MemorySource* b = limits.binding(ranks_on_machine);
+  return b ? limits.per_process(*b, ranks_on_machine) : std::numeric_limits<uint64_t>::max();
+}
+
+std::string memory_limit_source(const Config& cfg, int ranks_on_machine) {
+  if (!cfg.runtime.memory_limit_auto()) return "runtime.memory_limit " + cfg.runtime.memory_limit;
+  const MemoryLimits limits = find_memory_limits();
+  const MemorySource* b = limits.binding(ranks_on_machine);
+  if (!b) return "runtime.memory_limit auto: no limit found";
+  return "runtime.memory_limit auto: " + b->name + " (" + b->where + ")" +
+         (b->shared && ranks_on_machine > 1 ? " over " + std::to_string(ranks_on_machine) + " ranks" : "");
 }
 
 void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_machine) {
@@ -167,11 +170,8 @@ void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_ma
      << human_bytes(need.params) << ", grads " << human_bytes(need.grads) << ", optimizer state in memory "
      << human_bytes(need.optimizer) << ", activations " << human_bytes(need.activations);
   if (need.refresh_work > 0) os << ", refresh buffers " << human_bytes(need.refresh_work);
-  os << ") but may use "
-     << human_bytes(static_cast<double>(limit)) << " (runtime.memory_limit " << cfg.runtime.memory_limit;
-  if (cfg.runtime.memory_limit_auto())
-    os << ": MemAvailable of /proc/meminfo" << (ranks_on_machine > 1 ? " over " + std::to_string(ranks_on_machine) + " ranks" : "");
-  os << "). Put optimizer state on the disk tier (runtime.mode asteria with runtime.tiers budgets), lower "
+  os << ") but may use " << human_bytes(static_cast<double>(limit)) << " (" << memory_limit_source(cfg, ranks_on_machine)
+     << "). Put optimizer state on the disk tier (runtime.mode asteria with runtime.tiers budgets), lower "
         "train.micro_batch, or shard it over more ranks; `--dry-run` shows the estimate";
   fail(os.str());
 }

@@ -41,12 +41,16 @@ MemoryEstimate device_memory(const Config& cfg);
 // free bytes, when `need` exceeds them: the startup check of a GPU run, before it allocates.
 void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t free_bytes, const std::string& device);
 
-// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
+// The memory this process may still take: the binding one of MemAvailable, its cgroup's room
+// and RLIMIT_AS (core/memory_limits.hpp); 0 when none can be read.
 uint64_t available_memory_bytes();
 
 // runtime.memory_limit in bytes for a process on a machine shared by `ranks_on_machine` ranks:
-// auto: available_memory_bytes() / ranks (UINT64_MAX when unknown); unlimited: UINT64_MAX.
+// auto: the binding limit of core/memory_limits.hpp, the shared ones (MemAvailable, the cgroup's
+// room) divided among the ranks (UINT64_MAX when none is known); unlimited: UINT64_MAX.
 uint64_t memory_limit_bytes(const Config& cfg, int ranks_on_machine);
+// Where that limit comes from, for messages: "runtime.memory_limit auto: cgroup v2 (FILE) over 2 ranks".
+std::string memory_limit_source(const Config& cfg, int ranks_on_machine);
 
 // Throws asteria::Error, naming the config, the bytes needed by part and the limit, when
 // `need` exceeds the limit.
