@@ -18,16 +18,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun -np 2 --oversubscribe --bind-to none)
 common=(--set train.steps=12 --set train.eval_every=6 --set train.warmup_steps=2 --set optim.precondition_frequency=3
         --set checkpoint.every=6 --set checkpoint.keep=5)
-run() {   # name, launcher..., -- args...
-  local name=$1; shift
-  local launch=()
-  while [[ $1 != -- ]]; do launch+=("$1"); shift; done; shift
-  "${launch[@]}" "$train" "$@" "${common[@]}" --set run.dir="$work/$name" >"$work/$name.log" 2>&1 ||
-    { cat "$work/$name.log" >&2; echo "bits_fingerprint: run $name failed" >&2; exit 1; }
-  /usr/bin/python3 - "$work/$name" "$name" <<'PY'
+bits() {   # name, run dir: its steps' figures and its checkpoints' contents
+  /usr/bin/python3 - "$2" "$1" <<'PY'
 import hashlib, json, pathlib, subprocess, sys
 def contents(path):
-    # The dump without its first line (the path) and the  (wall-clock).
+    # The dump without its first line (the path) and the train.elapsed_s dataset (wall-clock).
     lines, out, skip = subprocess.run(["h5dump", "-m", "%.17g", str(path)], check=True,
                                       capture_output=True, text=True).stdout.split("\n")[1:], [], None
     for line in lines:
@@ -48,34 +43,22 @@ for m in sorted(d.glob("checkpoints/*/manifest.json")):
         print(name, m.parent.name, f["name"], hashlib.sha256(dump).hexdigest()[:16])
 PY
 }
+run() {   # name, launcher..., -- args...
+  local name=$1; shift
+  local launch=()
+  while [[ $1 != -- ]]; do launch+=("$1"); shift; done; shift
+  "${launch[@]}" "$train" "$@" "${common[@]}" --set run.dir="$work/$name" >"$work/$name.log" 2>&1 ||
+    { cat "$work/$name.log" >&2; echo "bits_fingerprint: run $name failed" >&2; exit 1; }
+  bits "$name" "$work/$name"
+}
 run soap-1 env -- --config configs/tiny-soap.yaml --set runtime.mode=asteria
 run soap-replicas "${mpi[@]}" -- --config configs/tiny-soap.yaml --set runtime.mode=asteria --set runtime.coherence.staleness=2
 run soap-fsdp "${mpi[@]}" -- --config configs/tiny-soap.yaml --set runtime.mode=asteria --set distributed.fsdp=full
 run adamw-1 env -- --config configs/tiny-adamw.yaml --set runtime.mode=native
+# The first run resumed from its step-6 checkpoint: its lines must equal soap-1's.
 cp -r "$work/soap-1" "$work/soap-resumed"
-rm -rf "$work/soap-resumed/checkpoints/step_000012" 2>/dev/null || true
+rm -rf "$work/soap-resumed/checkpoints/step00000012"
 "$train" --config configs/tiny-soap.yaml --set runtime.mode=asteria "${common[@]}" --set run.dir="$work/soap-resumed" \
   --resume latest >"$work/resume.log" 2>&1 || { cat "$work/resume.log" >&2; exit 1; }
-/usr/bin/python3 - "$work/soap-resumed" <<'PY'
-import hashlib, json, pathlib, subprocess, sys
-def contents(path):
-    # The dump without its first line (the path) and the  (wall-clock).
-    lines, out, skip = subprocess.run(["h5dump", "-m", "%.17g", str(path)], check=True,
-                                      capture_output=True, text=True).stdout.split("\n")[1:], [], None
-    for line in lines:
-        if skip is None and 'DATASET "train.elapsed_s"' in line:
-            skip = line[:len(line) - len(line.lstrip())] + "}"
-        elif skip is not None:
-            if line == skip: skip = None
-        else:
-            out.append(line)
-    return "\n".join(out).encode()
-d = pathlib.Path(sys.argv[1])
-for line in open(d / "metrics.jsonl"):
-    r = json.loads(line)
-    print("soap-resumed step", r["step"], "loss", repr(r["loss"]), "grad_norm", repr(r["grad_norm"]), "eval", repr(r.get("eval_loss")))
-for m in sorted(d.glob("checkpoints/*/manifest.json")):
-    for f in json.load(open(m))["files"]:
-        dump = contents(m.parent / f["name"])
-        print("soap-resumed", m.parent.name, f["name"], hashlib.sha256(dump).hexdigest()[:16])
-PY
+grep -q "resuming from .*step00000006" "$work/resume.log" || { cat "$work/resume.log" >&2; echo "bits_fingerprint: did not resume at step 6" >&2; exit 1; }
+bits soap-resumed "$work/soap-resumed"
