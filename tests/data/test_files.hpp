@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "data/token_file.hpp"
 
 namespace asteria::test {
 
@@ -74,5 +75,17 @@ void expect_error(F&& f, std::initializer_list<std::string> words) {
       EXPECT_NE(msg.find(w), std::string::npos) << "message lacks \"" << w << "\": " << msg;
   }
 }
+
+// A token file whose token i has id i % 1000, so every window shows where it came from.
+struct CountingFile {
+  TempDir dir;
+  TokenFile file;
+  explicit CountingFile(uint32_t n) {
+    std::vector<uint32_t> ids(n);
+    for (uint32_t i = 0; i < n; ++i) ids[i] = i % 1000;
+    write_u16(dir.file("train.bin"), ids);
+    file = TokenFile(dir.file("train.bin"), TokenDtype::U16, 1000);
+  }
+};
 
 }  // namespace asteria::test

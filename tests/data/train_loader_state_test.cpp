@@ -9,18 +9,8 @@ namespace asteria {
 namespace {
 
 using test::expect_error;
+using test::CountingFile;
 using test::TempDir;
-
-struct CountingFile {
-  TempDir dir;
-  TokenFile file;
-  explicit CountingFile(uint32_t n) {
-    std::vector<uint32_t> ids(n);
-    for (uint32_t i = 0; i < n; ++i) ids[i] = i % 1000;
-    test::write_u16(dir.file("train.bin"), ids);
-    file = TokenFile(dir.file("train.bin"), TokenDtype::U16, 1000);
-  }
-};
 
 std::vector<int32_t> next(TrainLoader& loader) {
   std::vector<int32_t> in(2 * 10), out(2 * 10);

@@ -8,19 +8,8 @@ namespace asteria {
 namespace {
 
 using test::expect_error;
+using test::CountingFile;
 using test::TempDir;
-
-// A file whose token i has id i % 1000, so every window shows where it came from.
-struct CountingFile {
-  TempDir dir;
-  TokenFile file;
-  explicit CountingFile(uint32_t n) {
-    std::vector<uint32_t> ids(n);
-    for (uint32_t i = 0; i < n; ++i) ids[i] = i % 1000;
-    test::write_u16(dir.file("train.bin"), ids);
-    file = TokenFile(dir.file("train.bin"), TokenDtype::U16, 1000);
-  }
-};
 
 struct Batch {
   std::vector<int32_t> inputs, targets;
