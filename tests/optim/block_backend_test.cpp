@@ -149,6 +149,26 @@ SecondOrderParams params_for(const std::string& algorithm) {
 
 class DeviceCodePath : public ::testing::TestWithParam<std::string> {};
 
+// One layer's optimizer on the host path and on the device code path (host memory posing as
+// device memory), and the layer's first weights.
+struct TwoPaths {
+  const HostMemoryAsDevice device;
+  const ParamTable t = a_layer();
+  SecondOrderOptimizer on_host, on_device;
+  std::vector<Buffer<float>> device_memory;
+  std::mt19937 rng{3};
+  std::normal_distribution<float> nd{0.0f, 1.0f};
+  std::vector<float> w_host;
+  explicit TwoPaths(const std::string& name)
+      : on_host(params_for(name), {t}), on_device(params_for(name), {t}, /*own_memory=*/false, device), w_host(t.numel) {
+    for (StateTensor* s : on_device.layer_states(0)) {
+      device_memory.emplace_back(s->size());
+      s->bind(device_memory.back().data());
+    }
+    for (float& x : w_host) x = nd(rng);
+  }
+};
+
 // One thread on both sides: the host path runs its blocks in a parallel region, where BLAS and
 // LAPACK run on one thread, while the device path calls them from this thread alone, where they
 // would run on all and round differently; with one thread the two paths call the same functions
@@ -156,19 +176,8 @@ class DeviceCodePath : public ::testing::TestWithParam<std::string> {};
 TEST_P(DeviceCodePath, GivesTheHostPathsBits) {
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  const HostMemoryAsDevice device;
-  const ParamTable t = a_layer();
-  SecondOrderOptimizer on_host(params_for(GetParam()), {t});
-  SecondOrderOptimizer on_device(params_for(GetParam()), {t}, /*own_memory=*/false, device);
-  std::vector<Buffer<float>> device_memory;
-  for (StateTensor* s : on_device.layer_states(0)) {
-    device_memory.emplace_back(s->size());
-    s->bind(device_memory.back().data());
-  }
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> w_host(t.numel);
-  for (float& x : w_host) x = nd(rng);
+  TwoPaths p(GetParam());
+  auto& [device, t, on_host, on_device, device_memory, rng, nd, w_host] = p;
   std::vector<float> w_device = w_host, g(t.numel);
   for (int64_t step = 1; step <= 14; ++step) {
     for (float& x : g) x = nd(rng);
@@ -195,19 +204,8 @@ TEST_P(DeviceCodePath, GivesTheHostPathsBits) {
 // parallel region against the calling thread), so the weights agree within fp32 rounding grown
 // over 14 steps and their refreshes, not bit for bit.
 TEST_P(DeviceCodePath, StaysWithinRoundingOfTheHostPathOnTheDefaultThreads) {
-  const HostMemoryAsDevice device;
-  const ParamTable t = a_layer();
-  SecondOrderOptimizer on_host(params_for(GetParam()), {t});
-  SecondOrderOptimizer on_device(params_for(GetParam()), {t}, /*own_memory=*/false, device);
-  std::vector<Buffer<float>> device_memory;
-  for (StateTensor* s : on_device.layer_states(0)) {
-    device_memory.emplace_back(s->size());
-    s->bind(device_memory.back().data());
-  }
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> w_host(t.numel);
-  for (float& x : w_host) x = nd(rng);
+  TwoPaths p(GetParam());
+  auto& [device, t, on_host, on_device, device_memory, rng, nd, w_host] = p;
   const std::vector<float> w0 = w_host;
   std::vector<float> w_device = w_host, g(t.numel);
   for (int64_t step = 1; step <= 14; ++step) {
