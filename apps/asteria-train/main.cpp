@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
     if (const std::string line = asteria::ensure_blas_kernels(argv, cfg.runtime.blas == asteria::BlasKernels::Auto); !line.empty())
       std::fprintf(stderr, "%s\n", line.c_str());
     for (const std::string& note : cfg.notes) std::fprintf(stderr, "asteria-train: note: %s\n", note.c_str());
+    if (!cfg.backend_choice.empty()) std::fprintf(stderr, "asteria-train: %s\n", cfg.backend_choice.c_str());
     if (dry_run) {
       std::cout << asteria::dry_run_report(cfg);
       return 0;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "core/cuda_visibility.hpp"
 #include "core/error.hpp"
 #include "runtime/coherence_registry.hpp"
 #include "config/config_schema.hpp"
@@ -324,6 +325,11 @@ void check_and_resolve(Config& cfg, const std::string& source) {
   // Asteria mode staggers the refreshes unless told not to; native keeps the reference schedule.
   RuntimeConfig& rt = cfg.runtime;
   if (rt.stagger == Stagger::Auto) rt.stagger = rt.mode == RuntimeMode::Asteria ? Stagger::On : Stagger::Off;
+  if (rt.backend == BackendKind::Auto) {
+    std::string why;
+    rt.backend = cuda_device_visible_here(&why) ? BackendKind::Cuda : BackendKind::Cpu;
+    cfg.backend_choice = detail::concat("runtime.backend auto: ", to_string(rt.backend), " (", why, ")");
+  }
   // The GPU computes its GEMMs on bf16 operands (docs/DESIGN.md "Precision"); the CPU in fp32.
   if (rt.precision == ComputePrecision::Auto)
     rt.precision = rt.backend == BackendKind::Cuda ? ComputePrecision::Bf16 : ComputePrecision::Fp32;
@@ -351,6 +357,16 @@ void check_and_resolve(Config& cfg, const std::string& source) {
   }
 }
 
+// The dotted keys of the leaves under `n`.
+void collect_keys(const YAML::Node& n, const std::string& key, std::set<std::string>& out) {
+  if (!n.IsMap()) {
+    out.insert(key);
+    return;
+  }
+  for (auto it = n.begin(); it != n.end(); ++it)
+    collect_keys(it->second, key.empty() ? it->first.Scalar() : key + "." + it->first.Scalar(), out);
+}
+
 Config read_tree(YAML::Node root, const std::string& source,
                  const std::vector<std::string>& overrides) {
   Origins origins{source, {}};
@@ -364,6 +380,7 @@ Config read_tree(YAML::Node root, const std::string& source,
   Config cfg;
   cfg.source = source;
   cfg.notes = std::move(notes);
+  collect_keys(root, "", cfg.given);
   std::set<std::string> known = {"seed"};
   if (const YAML::Node s = root["seed"]) {
     int64_t seed = 0;
@@ -439,6 +456,12 @@ std::string config_to_yaml(const Config& cfg_in) {
   });
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+bool Config::was_given(const std::string& key) const {
+  for (const std::string& g : given)
+    if (g == key || g.rfind(key + ".", 0) == 0) return true;
+  return false;
 }
 
 uint64_t parse_byte_size(const std::string& text) {

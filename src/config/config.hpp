@@ -8,6 +8,7 @@
 // The field list of each section is written once (config_schema.hpp) and used both to read and
 // to write the resolved config, so the two can never disagree.
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,9 +111,10 @@ struct CoherenceConfig {
 
 struct RuntimeConfig {
   RuntimeMode mode = RuntimeMode::Native;  // native: roots inline (the baseline); asteria: shadow pipeline
-  // Where the model and the optimizer's update run: cpu, or cuda (the CUDA backend, device 0;
-  // one rank, AdamW in this version: train/device_training.hpp).
-  BackendKind backend = BackendKind::Cpu;
+  // Where the model and the optimizer's update run: auto (cuda where a device is visible and the
+  // build has the backend, else cpu; resolved when the config loads, said in a note), cpu, or
+  // cuda (the CUDA backend: train/device_training.hpp).
+  BackendKind backend = BackendKind::Auto;
   // The GEMMs' operands: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (cuda only: the linear
   // layers' operands rounded to bf16, fp32 accumulation, everything stored in fp32). Resolved
   // when the config loads: never auto after.
@@ -130,6 +132,10 @@ struct RuntimeConfig {
   // A run estimated above it is refused before it allocates anything.
   std::string memory_limit = "auto";
   bool memory_limit_auto() const { return memory_limit == "auto"; }
+  // auto: the tier budgets, activation recompute, head chunk, shadow pipeline and micro-batch
+  // chosen at startup to fit the memory limit (train/placement.hpp; explicit keys still
+  // override); manual: as the config says.
+  PlacementMode placement = PlacementMode::Auto;
   BlasKernels blas = BlasKernels::Auto;
 };
 
@@ -185,6 +191,14 @@ struct Config {
   // What loading adjusted, one line each, for the program to print (a warm-up clipped to a
   // short run's steps). Not part of the resolved config.
   std::vector<std::string> notes;
+  // What runtime.backend auto chose and why, for the startup line ("" when the config names the
+  // backend). Not part of the resolved config.
+  std::string backend_choice;
+  // The dotted keys the file and --set gave (runtime.placement auto never changes them). Not
+  // part of the resolved config.
+  std::set<std::string> given;
+  // Whether `key` or a key under it (a section) was given.
+  bool was_given(const std::string& key) const;
 };
 
 // `overrides` are "dotted.key=value" strings; value is parsed as YAML ("[0.9, 0.95]" is a list).

@@ -95,7 +95,8 @@ const std::map<std::string, std::string> kMeanings = {
     {"train.recompute_every_k", "k of activation_recompute every_k (older key: train.checkpoint_every_k)"},
     // runtime
     {"runtime.mode", "native: roots / eigenbases computed inline (the baseline); asteria: the shadow pipeline"},
-    {"runtime.backend", "where the model and the optimizer's step run: cpu, or cuda (device 0; train/device_training.hpp)"},
+    {"runtime.backend", "where the model and the optimizer's step run: auto (cuda where a GPU is visible and the build has "
+                        "the backend, else cpu; said at startup), cpu, or cuda (train/device_training.hpp)"},
     {"runtime.precision",
      "the GEMMs' operands: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (cuda only); resolved when the config loads"},
     {"runtime.threads", "compute threads; 0 = all cores"},
@@ -126,6 +127,10 @@ const std::map<std::string, std::string> kMeanings = {
     {"runtime.memory_limit",
      "memory a process may hold; auto = the smallest of MemAvailable, the cgroup's room (v2 or v1) shared by the machine's ranks, and RLIMIT_AS; a run "
      "estimated above it is refused before it allocates"},
+    {"runtime.placement",
+     "auto: the tier budgets and prefetch distance, activation recompute, model.head_chunk, the shadow pipeline's "
+     "refreshes in flight and, last, the micro-batch (global batch kept) chosen at startup to fit runtime.memory_limit "
+     "(keys the config gives are kept); manual: the config's keys as they are"},
     // distributed
     {"distributed.fsdp", "full (sharded over all ranks), hybrid (sharded in a node, replicated across), none (replicated)"},
     {"distributed.world_size",

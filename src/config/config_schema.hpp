@@ -202,7 +202,7 @@ void visit(V& v, CoherenceConfig& c) {
 template <class V>
 void visit(V& v, RuntimeConfig& r) {
   v.choice("mode", r.mode, named({RuntimeMode::Native, RuntimeMode::Asteria}), kQuoted);
-  v.choice("backend", r.backend, named({BackendKind::Cpu, BackendKind::Cuda}), kQuoted);
+  v.choice("backend", r.backend, named({BackendKind::Auto, BackendKind::Cpu, BackendKind::Cuda}), kQuoted);
   v.choice("precision", r.precision, named({ComputePrecision::Auto, ComputePrecision::Fp32, ComputePrecision::Bf16}),
            kQuoted);
   v.field("threads", r.threads, at_least(0));
@@ -214,6 +214,7 @@ void visit(V& v, RuntimeConfig& r) {
   v.field("memory_limit", r.memory_limit, [](const std::string& s) {
     return s == "auto" || byte_size()(s).empty() ? std::string() : std::string("must be auto, a byte size or unlimited");
   });
+  v.choice("placement", r.placement, named({PlacementMode::Auto, PlacementMode::Manual}), kQuoted);
 }
 
 template <class V>

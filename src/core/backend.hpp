@@ -35,13 +35,17 @@ enum class ScalarType { F32, BF16 };
 
 inline size_t scalar_bytes(ScalarType t) { return t == ScalarType::F32 ? 4 : 2; }
 
-// runtime.backend: where the model and its update run.
-enum class BackendKind { Cpu, Cuda };
+// runtime.backend: where the model and its update run. Auto is resolved when the config loads
+// (Cuda when a device is visible and the build has the backend: core/cuda_visibility.hpp; else
+// Cpu): never Auto after.
+enum class BackendKind { Auto, Cpu, Cuda };
 // runtime.precision: the GEMMs' operands. Auto is resolved when the config loads (Bf16 on
 // Cuda, Fp32 on Cpu): never Auto after.
 enum class ComputePrecision { Auto, Fp32, Bf16 };
 
-inline const char* to_string(BackendKind b) { return b == BackendKind::Cuda ? "cuda" : "cpu"; }
+inline const char* to_string(BackendKind b) {
+  return b == BackendKind::Cuda ? "cuda" : b == BackendKind::Cpu ? "cpu" : "auto";
+}
 inline const char* to_string(ComputePrecision p) {
   switch (p) {
     case ComputePrecision::Auto: return "auto";

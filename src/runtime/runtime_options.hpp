@@ -15,6 +15,11 @@ enum class ShadowLane { Auto, Workers, Compute, Device };
 // config loads (On in asteria mode, Off in native): never Auto after.
 enum class Stagger { Auto, On, Off };
 
+// runtime.placement: auto (train/placement.hpp) or manual (the config's keys as they are).
+enum class PlacementMode { Auto, Manual };
+
+inline const char* to_string(PlacementMode p) { return p == PlacementMode::Auto ? "auto" : "manual"; }
+
 inline const char* to_string(RuntimeMode m) { return m == RuntimeMode::Asteria ? "asteria" : "native"; }
 
 inline const char* to_string(ShadowLane l) {

@@ -10,6 +10,7 @@
 #include "runtime/root_job_placement.hpp"
 #include "runtime/shadow.hpp"
 #include "runtime/tier_planner.hpp"
+#include "train/estimates/placement.hpp"
 #include "train/estimates/world_plan.hpp"
 #include "train/run_settings.hpp"
 #include "train/step_plan.hpp"
@@ -89,7 +90,8 @@ PlannedShadow plan_shadow(const Config& cfg, const std::vector<ParamTable>& tabl
 
 }  // namespace
 
-std::string describe_step_plan(const Config& cfg, int64_t step) {
+std::string describe_step_plan(const Config& given, int64_t step) {
+  const Config cfg = place_for_planning(given).cfg;   // the run's plan is that of its placement
   const auto tables = model_param_tables(cfg.model);
   const std::vector<std::string> names = model_layer_names(cfg.model);
   const int L = static_cast<int>(tables.size());

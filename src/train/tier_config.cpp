@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -26,11 +27,21 @@ std::string disk_tier_file(const Config& cfg) {
   return (dir / ("state-" + std::to_string(::getpid()) + ".bin")).string();
 }
 
-TierLayout configured_tier_layout(const Config& cfg) { return configured_tier_layout(cfg, model_param_tables(cfg.model)); }
+TierLayout configured_tier_layout(const Config& cfg, TierCheck check) {
+  return configured_tier_layout(cfg, model_param_tables(cfg.model), check);
+}
 
-TierLayout configured_tier_layout(const Config& cfg, const std::vector<ParamTable>& tables) {
+TierLayout configured_tier_layout(const Config& cfg, const std::vector<ParamTable>& tables, TierCheck check) {
   try {
-    return place_and_plan_states(optimizer_state_specs(cfg.optim, tables), tier_options(cfg));
+    const auto specs = optimizer_state_specs(cfg.optim, tables);
+    const TierOptions options = tier_options(cfg);
+    if (check == TierCheck::Planned) return place_and_plan_states(specs, options);
+    // The planned layout may keep any of the device budget beyond its homes for the cache
+    // (fragmentation): counted as kept, so that the quick figure is never below the planned one.
+    TierLayout layout = place_states(specs, options);
+    if (layout.moves() && options.budget[0] != kUnbounded)
+      layout.device_cache_bytes = std::max<size_t>(layout.device_cache_bytes, options.budget[0] - layout.device_home_bytes);
+    return layout;
   } catch (const Error& e) {
     fail(cfg.source, ": runtime.tiers: ", e.what());
   }

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -37,6 +38,7 @@
 #include "train/host_training.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/metrics.hpp"
+#include "train/estimates/placement.hpp"
 #include "train/rank_device.hpp"
 #include "train/replica_check.hpp"
 #include "train/run_dir.hpp"
@@ -98,6 +100,7 @@ struct Trainer::Impl {
   std::unique_ptr<Communicator> device_replicas;   // NCCL, with device and several ranks
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
   std::string resume_dir;                       // the checkpoint restored, or ""
+  Placement placement;                          // what runtime.placement chose (cfg has it applied)
   ResumePoint resumed;
   ModelStepOps model_ops{cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute())};
   OptimizerStepOps optim_ops;
@@ -118,6 +121,7 @@ struct Trainer::Impl {
   // Construction checks everything that can be wrong before anything is allocated or written.
   Impl(const Config& c, Communicator* world_comm) : cfg(c) {
     join_world(world_comm);
+    place();
     resume_dir = check_run_dir(cfg, writer());
     // Before anything model-sized is allocated: refuse a run the machine cannot hold.
     // (On the GPU every rank is a whole process's host side: fsdp none.)
@@ -154,6 +158,25 @@ struct Trainer::Impl {
     // Before any file is opened: a GPU run where there is none says so first. With several
     // ranks each sees only its own GPU, from before the process's first CUDA call.
     if (cfg.runtime.backend == BackendKind::Cuda) select_rank_device(topo, rank, world);
+  }
+
+  // runtime.placement auto: the run fitted to the memory it may use (train/placement.hpp), the
+  // same choice on every rank (planned against the smallest of their machines' limits).
+  void place() {
+    std::optional<uint64_t> smallest;
+    if (world > 1) {
+      std::vector<double> limits(static_cast<size_t>(world), 0.0);
+      limits[static_cast<size_t>(rank)] = static_cast<double>(placement_limit(cfg, topo.ranks_per_node));
+      Request r = comm->all_reduce(limits.data(), limits.size(), "the ranks' memory limits");
+      comm->wait(r);
+      const double least = *std::min_element(limits.begin(), limits.end());
+      smallest = least >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(least);
+    }
+    const bool gpu_or_one = world == 1 || cfg.runtime.backend == BackendKind::Cuda;
+    placement = place_run(cfg, gpu_or_one ? 1 : world, topo.uniform ? topo.ranks_per_node : 1, smallest);
+    cfg = placement.cfg;
+    model_ops = ModelStepOps(cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute()));
+    if (writer() && !placement.parts.empty()) std::fprintf(stderr, "asteria-train: %s\n", placement.describe().c_str());
   }
 
   void open_data() {
@@ -332,6 +355,7 @@ struct Trainer::Impl {
                            {"tokens_per_step", r.tokens_per_step},
                            {"ranks", world}};
     if (shadow) info["shadow_lane"] = to_string(shadow_lane(cfg));
+    info["placement"] = placement_json(placement);
     write_text_durably(dir / "run_info.json", info.dump(2) + "\n");
     return r;
   }

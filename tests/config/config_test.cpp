@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "core/cuda_visibility.hpp"
 #include "core/error.hpp"
 #include "runtime/coherence_registry.hpp"
 #include "config/config.hpp"
@@ -333,10 +334,11 @@ TEST(Config, EveryChoiceRefusesABadValueNamingTheChoices) {
   };
   const Case cases[] = {
       {"runtime", "mode", "native, asteria"},
-      {"runtime", "backend", "cpu, cuda"},
+      {"runtime", "backend", "auto, cpu, cuda"},
       {"runtime", "precision", "auto, fp32, bf16"},
       {"runtime", "stagger", "auto, true, false"},
       {"runtime", "blas", "auto, as-is"},
+      {"runtime", "placement", "auto, manual"},
       {"distributed", "fsdp", "full, hybrid, none"},
       {"optim", "name", "adamw, shampoo, soap, kl_shampoo"},
       {"optim", "root_method", "eigh, newton"},
@@ -426,4 +428,31 @@ TEST(Config, OldActivationCheckpointingKeysAreReadWithANote) {
   expect_error([] { load_config_text("train:\n  activation_checkpointing: blocks\n  activation_recompute: none\n", "f.yaml"); },
                {"f.yaml:2", "'train.activation_checkpointing' is the old name of 'train.activation_recompute'"});
   EXPECT_TRUE(load_config_text("train:\n  activation_recompute: blocks\n", "f.yaml").notes.empty());
+}
+
+// runtime.backend auto resolves when the config loads, with the reason for the startup line;
+// this machine has no GPU (CI's kind), so it is the CPU here.
+TEST(Config, BackendAutoResolvesWithItsReason) {
+  const Config c = load_config_text("", "f.yaml");
+  std::string why;
+  const bool gpu = cuda_device_visible_here(&why);
+  EXPECT_EQ(c.runtime.backend, gpu ? BackendKind::Cuda : BackendKind::Cpu);
+  EXPECT_NE(c.backend_choice.find("runtime.backend auto: "), std::string::npos) << c.backend_choice;
+  EXPECT_NE(c.backend_choice.find(why), std::string::npos) << c.backend_choice;
+  EXPECT_TRUE(load_config_text("", "f.yaml", {"runtime.backend=cpu"}).backend_choice.empty());
+  // Written resolved: read back, it names the backend.
+  EXPECT_EQ(load_config_text(config_to_yaml(c), "again.yaml").runtime.backend, c.runtime.backend);
+}
+
+// Placement's "explicit keys override": the keys the file and --set gave are known.
+TEST(Config, TheGivenKeysAreKnown) {
+  const Config c = load_config_text("train:\n  micro_batch: 2\nruntime:\n  tiers:\n    device:\n      bytes: 1GiB\n", "f.yaml",
+                                    {"model.head_chunk=64"});
+  EXPECT_TRUE(c.was_given("train.micro_batch"));
+  EXPECT_TRUE(c.was_given("runtime.tiers.device.bytes"));
+  EXPECT_TRUE(c.was_given("runtime.tiers"));   // a section: some key under it
+  EXPECT_TRUE(c.was_given("model.head_chunk"));
+  EXPECT_FALSE(c.was_given("runtime.tiers.host.bytes"));
+  EXPECT_FALSE(c.was_given("train.micro"));    // whole names only
+  EXPECT_FALSE(c.was_given("train.grad_accum"));
 }

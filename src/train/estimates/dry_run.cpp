@@ -15,6 +15,7 @@
 #include "train/estimates/memory_estimate.hpp"
 #include "optim/optimizer_factory.hpp"
 #include "train/tier_config.hpp"
+#include "train/estimates/placement.hpp"
 #include "train/estimates/world_plan.hpp"
 
 namespace asteria {
@@ -346,10 +347,14 @@ std::string coherence_report(const Config& cfg) {
   return os.str();
 }
 
-std::string dry_run_report(const Config& cfg) {
-  check_supported(cfg);
+std::string dry_run_report(const Config& given) {
+  check_supported(given);
+  // What the run would use: the config as runtime.placement fits it to this machine.
+  const Placement placed = place_for_planning(given);
+  const Config& cfg = placed.cfg;
   std::ostringstream os;
   os << "# resolved config (" << cfg.source << ")\n" << config_to_yaml(cfg) << "\n";
+  os << "# " << placed.describe() << "\n\n";
   const ParamCounts pc = count_params(cfg.model);
   os << "# parameters\n"
      << "total:        " << pc.total << " (" << human_count(pc.total) << ")\n"

@@ -79,13 +79,13 @@ double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tabl
 
 }  // namespace
 
-MemoryEstimate process_memory(const Config& cfg) {
+MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   MemoryEstimate m;
   const std::vector<ParamTable> tables = model_param_tables(cfg.model);
   const ParamCounts pc = count_params(cfg.model);
   m.params = m.grads = static_cast<double>(pc.total) * sizeof(float);
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, tables);
-  const TierLayout layout = configured_tier_layout(cfg);
+  const TierLayout layout = configured_tier_layout(cfg, tables, tier_check);
   double on_disk = 0;
   for (const auto& by_tier : layout.by_class) on_disk += static_cast<double>(by_tier[static_cast<int>(Tier::Disk)]);
   m.optimizer_on_disk = on_disk;
@@ -124,19 +124,23 @@ void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t
        "train.activation_recompute; `--dry-run` shows the estimate");
 }
 
-MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node) {
+MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node, TierCheck tier_check) {
   Config c = cfg;
   c.distributed.world_size = world;
   c.distributed.ranks_per_node = ranks_per_node;
-  const WorldPlan plan = plan_world(c);
+  const WorldPlan plan = plan_world(c, tier_check);
   MemoryEstimate m;
   for (const RankFigures& r : plan.ranks) {
     if (static_cast<double>(r.total_bytes()) <= m.total()) continue;
     m.params = static_cast<double>(r.param_bytes);
     m.grads = static_cast<double>(r.grad_bytes);
-    m.optimizer = static_cast<double>(r.optim.total() + r.comm_buffer_bytes);
+    m.optimizer = std::max(0.0, static_cast<double>(r.optim.total() + r.tier_cache + r.comm_buffer_bytes) -
+                                    static_cast<double>(r.optim_on_disk));
+    m.optimizer_on_disk = static_cast<double>(r.optim_on_disk);
     m.activations = static_cast<double>(r.activation_bytes);
   }
+  // Counted as the whole model's (a rank refreshes only its blocks: an upper bound).
+  m.refresh_work = refresh_work_bytes(c, plan.tables);
   return m;
 }
 

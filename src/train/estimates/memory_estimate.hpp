@@ -12,6 +12,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "train/tier_config.hpp"
 
 namespace asteria {
 
@@ -29,9 +30,9 @@ struct MemoryEstimate {
 };
 
 // One process of a single-process run.
-MemoryEstimate process_memory(const Config& cfg);
+MemoryEstimate process_memory(const Config& cfg, TierCheck tiers = TierCheck::Planned);
 // The largest rank of a launch of `world` ranks, `ranks_per_node` to a node (world > 1).
-MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node);
+MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node, TierCheck tiers = TierCheck::Planned);
 
 // What one GPU holds with runtime.backend cuda (each rank's, with several): fp32 parameters and
 // gradients, the device tier's optimizer state (its homes and cache region) and the activations

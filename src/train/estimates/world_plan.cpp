@@ -9,6 +9,7 @@
 #include "model/model.hpp"
 #include "optim/blocks.hpp"
 #include "runtime/coherence.hpp"
+#include "train/tier_config.hpp"
 
 namespace asteria {
 
@@ -39,7 +40,7 @@ PlannedWorld planned_world(const Config& cfg) {
   return w;
 }
 
-WorldPlan plan_world(const Config& cfg) {
+WorldPlan plan_world(const Config& cfg, TierCheck tier_check) {
   WorldPlan p;
   p.world = planned_world(cfg);
   p.tables = model_param_tables(cfg.model);
@@ -93,6 +94,9 @@ WorldPlan plan_world(const Config& cfg) {
       f.param_bytes = f.grad_bytes = numel * sizeof(float);
     }
     f.optim = optimizer_state_bytes(cfg.optim, owned);
+    const TierLayout tiers = configured_tier_layout(cfg, owned, tier_check);
+    for (const auto& by_tier : tiers.by_class) f.optim_on_disk += by_tier[static_cast<int>(Tier::Disk)];
+    f.tier_cache = tiers.device_cache_bytes;
     f.comm_buffer_bytes = p.world.sharded() ? largest * sizeof(float) : 0;
     f.activation_bytes = activations;
     p.ranks.push_back(f);

@@ -14,6 +14,7 @@
 #include "runtime/plan.hpp"
 #include "config/config.hpp"
 #include "optim/optimizer_factory.hpp"
+#include "train/tier_config.hpp"
 
 namespace asteria {
 
@@ -46,10 +47,14 @@ struct RankFigures {
                                  // whole-layer buffers in flight; else every layer whole
   size_t grad_bytes = 0;         // the same for the gradients
   OptimizerStateBytes optim;     // its optimizer's state (built on its shard tables)
+  size_t optim_on_disk = 0;      // of which the tiers home on the disk tier (runtime.tiers)
+  size_t tier_cache = 0;         // and the device tier's cache for the states that visit
   size_t comm_buffer_bytes = 0;  // Sharding's receive buffer (its largest shard of a layer)
   size_t activation_bytes = 0;
   CommBytes comm;                // moved per step, at least, as Sharding::take_bytes counts it
-  size_t total_bytes() const { return param_bytes + grad_bytes + optim.total() + comm_buffer_bytes + activation_bytes; }
+  size_t total_bytes() const {
+    return param_bytes + grad_bytes + optim.total() + tier_cache - optim_on_disk + comm_buffer_bytes + activation_bytes;
+  }
 };
 
 struct WorldPlan {
@@ -66,7 +71,7 @@ struct WorldPlan {
 };
 
 // Needs distributed.world_size > 0. Allocates nothing model-sized.
-WorldPlan plan_world(const Config& cfg);
+WorldPlan plan_world(const Config& cfg, TierCheck tiers = TierCheck::Planned);
 
 // The coherence protocol of the planned launch (runtime/coherence.hpp): active in asteria mode
 // with a second-order optimizer and replicas of the optimizer state (fsdp none, or hybrid over

@@ -1,0 +1,326 @@
+#include "train/estimates/placement.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/memory_limits.hpp"
+#include "model/model.hpp"
+#include "optim/optimizer_factory.hpp"
+#include "train/tier_config.hpp"
+
+namespace asteria {
+
+std::string Placement::describe() const {
+  std::ostringstream os;
+  os << "placement (runtime.placement " << to_string(cfg.runtime.placement) << "): needs about " << human_bytes(need.total())
+     << " of " << (limit == UINT64_MAX ? std::string("no limit") : human_bytes(static_cast<double>(limit)) + " (" + limit_source + ")");
+  if (parts.empty()) os << "; nothing changed";
+  for (const PlacementPart& p : parts) os << "\n  " << p.key << ": " << p.value << " -- " << p.reason;
+  if (changes_math) os << "\n  (these choices change the run's arithmetic: see train/placement.hpp)";
+  return os.str();
+}
+
+namespace {
+
+// Budgets are written in whole MiB (a config a user can read back).
+constexpr uint64_t kMiB = 1ull << 20;
+std::string mib_text(uint64_t bytes) { return std::to_string(bytes / kMiB) + "MiB"; }
+
+// The page-rounded bytes of each lifecycle class of the whole model's optimizer state, and
+// what its layers in flight need in the device cache.
+struct StateSizes {
+  uint64_t hot = 0, rest = 0;
+  uint64_t cache_need(const Config& c, int distance) const {
+    return tier_cache_need(optimizer_state_specs(c.optim, model_param_tables(c.model)), distance);
+  }
+};
+
+StateSizes state_sizes(const Config& c) {
+  StateSizes s;
+  for (const auto& layer : optimizer_state_specs(c.optim, model_param_tables(c.model)))
+    for (const StateSpec& spec : layer) (spec.cls == StateClass::Hot ? s.hot : s.rest) += page_round(spec.bytes());
+  return s;
+}
+
+class Chooser {
+ public:
+  Chooser(const Config& cfg, const PlacementInputs& in)
+      : in_(in), target_(kPlacementFill * static_cast<double>(in.limit)), sizes_(state_sizes(cfg)) {}
+
+  // Whether `c` fits the target (and its disk tier the free disk); its estimate into `need`.
+  bool fits(const Config& c, MemoryEstimate* need = nullptr, TierCheck check = TierCheck::Quick) const {
+    MemoryEstimate e;
+    try {
+      e = in_.estimate(c, check);
+    } catch (const Error&) {
+      return false;   // budgets that cannot hold the layers in flight
+    }
+    if (need) *need = e;
+    return fits_need(e);
+  }
+  bool fits_need(const MemoryEstimate& e) const {
+    if (in_.disk_free && e.optimizer_on_disk > 0.95 * static_cast<double>(*in_.disk_free)) return false;
+    return e.total() <= target_;
+  }
+
+  // The tier budgets and prefetch distance for `c`, the most state in memory that fits (hot
+  // state on the device tier first, then the rest on the host tier); false when even the least
+  // (everything on disk but the cache of the layers in flight) does not fit. `least` gets the
+  // smallest need seen.
+  bool fit_tiers(Config& c, std::vector<PlacementPart>& parts, double& least) const {
+    const bool budgets_given = c.was_given("runtime.tiers.device.bytes") || c.was_given("runtime.tiers.host.bytes");
+    MemoryEstimate e;
+    if (budgets_given) {   // the config's budgets; an error in them is the config's
+      least = in_.estimate(c, TierCheck::Quick).total();
+      return fits(c);
+    }
+    Config all = c;
+    all.runtime.tiers.device.bytes = all.runtime.tiers.host.bytes = "unlimited";
+    if (fits(all, &e)) {
+      c = all;
+      least = e.total();
+      return true;
+    }
+    const double all_in_memory = least = e.total();
+    const int configured = c.runtime.tiers.prefetch_distance;
+    const int lowest = c.was_given("runtime.tiers.prefetch_distance") ? configured : std::min(configured, 1);
+    for (int d = configured; d >= lowest; --d) {
+      Config x = c;
+      x.runtime.tiers.prefetch_distance = d;
+      x.runtime.tiers.host.bytes = "0";
+      const uint64_t least_device = least_plannable(x, round_up(sizes_.cache_need(x, d)));
+      const uint64_t device = largest_fitting(x, x.runtime.tiers.device.bytes, least_device,
+                                              std::max(least_device, round_up(sizes_.cache_need(x, d) + sizes_.hot) + 64 * kMiB), &e);
+      least = std::min(least, e.total());
+      if (device == 0) continue;
+      x.runtime.tiers.device.bytes = mib_text(device);
+      const uint64_t host = largest_fitting(x, x.runtime.tiers.host.bytes, 0, round_up(sizes_.rest));
+      x.runtime.tiers.host.bytes = mib_text(host);
+      if (!plans(x, least_device, e)) continue;
+      c = x;
+      std::ostringstream v;
+      v << "device " << x.runtime.tiers.device.bytes << ", host " << x.runtime.tiers.host.bytes
+        << ", disk " << human_bytes(e.optimizer_on_disk) << " (" << disk_tier_dir(c) << "); prefetch_distance " << d;
+      parts.push_back({"runtime.tiers", v.str(),
+                       "all optimizer state in memory needs " + human_bytes(all_in_memory) + "; the hot state (moments, "
+                       "factors) stays in memory first, then the rest, beside the cache of the " + std::to_string(d + 1) +
+                       " layers in flight"});
+      return true;
+    }
+    return false;
+  }
+
+  // The quick choice of `x` confirmed with its planned layout, as the run will have it: the
+  // device cache's fragmentation may need room the quick placement did not keep, so the device
+  // budget is lowered (less memory, so it still fits) halfway to `least` at a time until the
+  // layout plans.
+  bool plans(Config& x, uint64_t least, MemoryEstimate& need) const {
+    for (uint64_t b = parse_byte_size(x.runtime.tiers.device.bytes);; b = b - (b - least) / 2 <= least + kMiB ? least : round_up(b - (b - least) / 2)) {
+      x.runtime.tiers.device.bytes = mib_text(b);
+      try {
+        if (fits(x, &need, TierCheck::Planned)) return true;
+      } catch (const Error&) {
+      }
+      if (b <= least) return false;
+    }
+  }
+
+ private:
+  static uint64_t round_up(uint64_t b) { return (b + kMiB - 1) / kMiB * kMiB; }
+
+  // The least device budget from `cache` (the layers in flight) up whose planned layout plans:
+  // the cache's fragmentation may need more (tier_planner.hpp), found in steps of an eighth.
+  // It depends on the optimizer state only, the same for every step: found once per distance.
+  uint64_t least_plannable(Config x, uint64_t cache) const {
+    const int d = x.runtime.tiers.prefetch_distance;
+    if (auto it = least_plannable_.find(d); it != least_plannable_.end()) return it->second;
+    return least_plannable_[d] = search_plannable(x, cache);
+  }
+  uint64_t search_plannable(Config x, uint64_t cache) const {
+    uint64_t b = cache;
+    for (int i = 0; i < 8; ++i, b = round_up(b / 8 * 9)) {
+      x.runtime.tiers.device.bytes = mib_text(b);
+      try {
+        configured_tier_layout(x);
+        return b;
+      } catch (const Error&) {
+      }
+    }
+    return b;
+  }
+
+  bool fits_at(Config& x, std::string& key, uint64_t bytes, MemoryEstimate* e = nullptr) const {
+    key = mib_text(bytes);
+    return fits(x, e);
+  }
+
+  // The largest budget in [lo, hi] (whole MiB) at which `key` of `x` fits; 0 when lo does not
+  // (with lo 0: 0 either way), and then the need at lo into `at_lo`. The need grows with the
+  // budget, so a bisection finds it.
+  uint64_t largest_fitting(Config& x, std::string& key, uint64_t lo, uint64_t hi, MemoryEstimate* at_lo = nullptr) const {
+    if (!fits_at(x, key, lo, at_lo)) return 0;
+    if (fits_at(x, key, hi)) return hi;
+    // fits at lo, not at hi; to the MiB.
+    while (hi - lo > kMiB) {
+      const uint64_t mid = (lo + hi) / 2 / kMiB * kMiB;
+      (fits_at(x, key, mid) ? lo : hi) = mid;
+    }
+    return lo;
+  }
+
+  static std::string disk_tier_dir(const Config& c) {
+    return std::filesystem::path(disk_tier_file(c)).parent_path().string();
+  }
+
+  const PlacementInputs& in_;
+  double target_;
+  StateSizes sizes_;
+  mutable std::map<int, uint64_t> least_plannable_;   // per prefetch distance
+};
+
+// A change to try, cheapest first: applies itself to `c` and says what it did, or returns false
+// when it does not apply (its keys given, or nothing left to lower).
+struct Move {
+  bool changes_math;
+  std::function<bool(Config& c, PlacementPart& part)> apply;
+};
+
+std::vector<Move> moves() {
+  std::vector<Move> m;
+  auto recompute_free = [](const Config& c) {
+    return !c.was_given("train.activation_recompute") && !c.was_given("train.recompute_every_k");
+  };
+  m.push_back({false, [=](Config& c, PlacementPart& p) {
+                 if (!recompute_free(c) || c.train.activation_recompute != ActivationRecompute::Mode::None) return false;
+                 c.train.activation_recompute = ActivationRecompute::Mode::EveryK;
+                 c.train.recompute_every_k = 2;
+                 p = {"train.activation_recompute", "every_k (recompute_every_k 2)",
+                      "every other block keeps only its input and runs its forward again for its backward"};
+                 return true;
+               }});
+  m.push_back({false, [=](Config& c, PlacementPart& p) {
+                 if (!recompute_free(c) || c.train.activation_recompute == ActivationRecompute::Mode::Blocks) return false;
+                 c.train.activation_recompute = ActivationRecompute::Mode::Blocks;
+                 p = {"train.activation_recompute", "blocks", "every block runs its forward again for its backward"};
+                 return true;
+               }});
+  m.push_back({false, [](Config& c, PlacementPart& p) {
+                 if (c.was_given("model.head_chunk") || c.model.head_chunk == 256) return false;
+                 c.model.head_chunk = 256;
+                 p = {"model.head_chunk", "256", "the LM head's logits 256 rows at a time, not the whole micro-batch's"};
+                 return true;
+               }});
+  auto shadow_in_flight = [](const Config& c) {
+    const int64_t sync = c.runtime.shadow.sync_steps >= 0 ? c.runtime.shadow.sync_steps : c.train.warmup_steps;
+    return c.runtime.mode == RuntimeMode::Asteria && c.optim.name != OptimizerKind::AdamW && sync < c.train.steps &&
+           !c.was_given("runtime.shadow.delay") && !c.was_given("runtime.shadow.sync_steps");
+  };
+  m.push_back({true, [=](Config& c, PlacementPart& p) {
+                 if (!shadow_in_flight(c) || c.runtime.shadow.delay <= 2) return false;
+                 c.runtime.shadow.delay = 2;
+                 p = {"runtime.shadow.delay", "2", "fewer refreshes in flight (each holds its fp64 factors and bases)"};
+                 return true;
+               }});
+  m.push_back({true, [=](Config& c, PlacementPart& p) {
+                 if (!shadow_in_flight(c)) return false;
+                 c.runtime.shadow.sync_steps = c.train.steps;
+                 p = {"runtime.shadow.sync_steps", std::to_string(c.train.steps),
+                      "every refresh runs at its step (staggered), none in flight: the shadow pipeline's state does not fit"};
+                 return true;
+               }});
+  m.push_back({true, [](Config& c, PlacementPart& p) {
+                 const int mb = c.train.micro_batch;
+                 if (mb <= 1) return false;
+                 const int next = mb % 2 == 0 ? mb / 2 : 1;
+                 c.train.grad_accum *= mb / next;
+                 c.train.micro_batch = next;
+                 p = {"train.micro_batch", std::to_string(next) + " x grad_accum " + std::to_string(c.train.grad_accum),
+                      "a smaller micro-batch, more of them: the global batch is unchanged, the sums' order is not"};
+                 return true;
+               }});
+  return m;
+}
+
+}  // namespace
+
+Placement choose_placement(const Config& cfg, const PlacementInputs& in) {
+  Placement p;
+  p.cfg = cfg;
+  p.limit = in.limit;
+  p.limit_source = in.limit_source;
+  if (cfg.runtime.placement == PlacementMode::Manual || in.limit == UINT64_MAX) {
+    p.need = in.estimate(cfg, TierCheck::Planned);
+    return p;
+  }
+  const Chooser chooser(cfg, in);
+  Config c = cfg;
+  std::vector<PlacementPart> tier_part, taken;
+  double least = 0;
+  bool ok = chooser.fits(c, &p.need);   // as configured
+  if (!ok) ok = chooser.fit_tiers(c, tier_part, least);
+  for (const Move& m : moves()) {
+    if (ok) break;
+    PlacementPart part;
+    // A move that does not apply is skipped; the micro-batch's halvings repeat.
+    while (!ok && m.apply(c, part)) {
+      part.reason += " (" + human_bytes(least) + " needed before it)";
+      taken.push_back(part);
+      p.changes_math = p.changes_math || m.changes_math;
+      tier_part.clear();
+      ok = chooser.fit_tiers(c, tier_part, least);
+      if (part.key != "train.micro_batch") break;
+    }
+  }
+  // What the run will have (the config's own budgets included: an error in them is the config's).
+  if (ok) {
+    p.need = in.estimate(c, TierCheck::Planned);
+    ok = chooser.fits_need(p.need);
+  }
+  if (!ok)
+    fail(cfg.source, ": this run cannot fit in ", human_bytes(static_cast<double>(in.limit)), " (", in.limit_source,
+         "; placement plans to fill ", static_cast<int>(kPlacementFill * 100), "%): even with all optimizer state on the "
+         "disk tier",
+         taken.empty() ? std::string() : ", and " + std::to_string(taken.size()) + " more step(s) (the last: " + taken.back().key + " " + taken.back().value + ")",
+         " it needs about ", human_bytes(least), ". Shard it over more ranks (distributed.fsdp full), or give it more memory");
+  p.parts = tier_part;
+  p.parts.insert(p.parts.end(), taken.begin(), taken.end());
+  p.cfg = c;
+  return p;
+}
+
+Placement place_for_planning(const Config& cfg) {
+  const int world = std::max(1, cfg.distributed.world_size);
+  const int per_node = cfg.distributed.ranks_per_node > 0 ? cfg.distributed.ranks_per_node : world;
+  return place_run(cfg, cfg.runtime.backend == BackendKind::Cuda ? 1 : world, per_node);
+}
+
+nlohmann::json placement_json(const Placement& p) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const PlacementPart& part : p.parts) parts.push_back({{"key", part.key}, {"value", part.value}, {"reason", part.reason}});
+  return {{"mode", to_string(p.cfg.runtime.placement)},
+          {"limit_bytes", p.limit == UINT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(p.limit)},
+          {"limit_source", p.limit_source},
+          {"need_bytes", p.need.total()},
+          {"changes_math", p.changes_math},
+          {"parts", parts}};
+}
+
+uint64_t placement_limit(const Config& cfg, int ranks_per_node) { return memory_limit_bytes(cfg, ranks_per_node); }
+
+Placement place_run(const Config& cfg, int world, int ranks_per_node, std::optional<uint64_t> limit_override) {
+  PlacementInputs in;
+  in.limit = limit_override ? *limit_override : placement_limit(cfg, ranks_per_node);
+  in.limit_source = memory_limit_source(cfg, ranks_per_node) + (limit_override ? ", the smallest over the ranks' machines" : "");
+  in.estimate = [world, ranks_per_node](const Config& c, TierCheck check) {
+    return world == 1 || c.runtime.backend == BackendKind::Cuda ? process_memory(c, check)
+                                                                : rank_memory(c, world, ranks_per_node, check);
+  };
+  in.disk_free = free_disk_bytes(std::filesystem::path(disk_tier_file(cfg)).parent_path().string());
+  return choose_placement(cfg, in);
+}
+
+}  // namespace asteria

@@ -1,0 +1,80 @@
+#pragma once
+// runtime.placement auto (the default; docs/DESIGN.md "Tiers"): where a run's memory goes, chosen
+// at startup from the memory the process may use (core/memory_limits.hpp) and the estimate of
+// the plan (train/estimates/memory_estimate.hpp), so that a recipe runs unchanged on any machine
+// with enough disk. What is chosen, in order of cost, each step taken only when the cheaper ones
+// are not enough:
+//   1. the tier budgets (runtime.tiers.device / host bytes) and the prefetch distance: as much
+//      optimizer state in memory as fits beside everything else, the rest homed on the disk tier
+//      (on the CPU backend the device tier is host memory, so the host tier gets nothing: a
+//      state there would be copied into the device cache before each use for no gain);
+//   2. activation recompute (train.activation_recompute): every other block, then every block;
+//   3. the LM head in chunks (model.head_chunk);
+//   4. asteria mode: the shadow pipeline's refreshes in flight (runtime.shadow.delay lowered,
+//      then every refresh synchronous: runtime.shadow.sync_steps = train.steps);
+//   5. a smaller micro-batch with more accumulation (train.micro_batch x train.grad_accum, the
+//      global batch, never changes).
+// Steps 1 to 3 change no bit of the results (placement and recompute never change the math);
+// 4 and 5 do, and say so. A key the config gives explicitly is never changed (it overrides the
+// choice); runtime.placement manual changes nothing. What cannot fit even with all optimizer
+// state on disk and every step taken is refused with the bytes.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
+#include "train/estimates/memory_estimate.hpp"
+
+namespace asteria {
+
+// The share of the limit a placement plans to fill: the estimate is within a few percent of the
+// peak RSS (bench/results/olmo-1b-24g: 1.02), and the process needs room it does not count
+// (libraries, the allocator's slack, the disk tier's bounce buffers).
+constexpr double kPlacementFill = 0.9;
+
+struct PlacementPart {
+  std::string key;      // the config key (or section) chosen
+  std::string value;    // what it was set to
+  std::string reason;   // why, in words
+};
+
+struct Placement {
+  Config cfg;                        // the config the run uses (cfg with the choice applied)
+  std::vector<PlacementPart> parts;  // what was chosen, cheapest first; empty: nothing changed
+  MemoryEstimate need;               // cfg's estimate
+  uint64_t limit = 0;                // the memory limit planned against (UINT64_MAX: none)
+  std::string limit_source;
+  bool changes_math = false;         // steps 4 or 5 were taken
+  // One line per part, for the startup and --dry-run.
+  std::string describe() const;
+};
+
+struct PlacementInputs {
+  uint64_t limit = UINT64_MAX;          // per process
+  std::string limit_source;
+  // The process's (or largest rank's) need; Quick while searching budgets, Planned to confirm.
+  std::function<MemoryEstimate(const Config&, TierCheck)> estimate;
+  std::optional<uint64_t> disk_free;    // free bytes where the disk tier's file goes
+};
+
+// The choice for `cfg` against `in` (a pure function of its inputs: tests inject the limit).
+// Throws asteria::Error naming the config, the bytes needed and the limit when nothing fits.
+Placement choose_placement(const Config& cfg, const PlacementInputs& in);
+
+// The choice for a process of a launch of `world` ranks, `ranks_per_node` on its machine, with
+// the memory limit of this machine (runtime.memory_limit) or `limit_override` when given (the
+// smallest over the ranks' machines, so that every rank chooses the same).
+Placement place_run(const Config& cfg, int world, int ranks_per_node, std::optional<uint64_t> limit_override = {});
+// The same for planning (--dry-run, --print-plan): the launch of distributed.world_size ranks
+// (one when 0), distributed.ranks_per_node to a machine (all of them when 0).
+Placement place_for_planning(const Config& cfg);
+// For run_info.json: the limit, its source, the need, and each part with its reason.
+nlohmann::json placement_json(const Placement& p);
+// The limit place_run plans against on this machine.
+uint64_t placement_limit(const Config& cfg, int ranks_per_node);
+
+}  // namespace asteria
