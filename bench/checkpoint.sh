@@ -21,8 +21,8 @@
 #       checkpoint, see bench/bench_checkpoint.cpp), between two dd write runs of the same size
 #       (conv=fsync) and one dd read run after dropping the page cache: the baseline is the mean of
 #       the two dd writes;
-#   (d) a real training of configs/bench-small-soap.yaml on random tokens (as bench/throughput.sh
-#       makes them), STEPS steps (default 30), checkpoint.every=EVERY (default 10), once with
+#   (d) a real training of configs/bench-small-soap.yaml in native mode (as bench/results/checkpoint
+#       was measured) on random tokens (as bench/throughput.sh makes them), STEPS steps (default 30), checkpoint.every=EVERY (default 10), once with
 #       checkpoint.async=false and once with true, in TRAIN_ROUNDS rounds (default 2; the order
 #       alternates): per checkpoint checkpoint_s (the step was held), checkpoint_write_s and
 #       checkpoint_bytes from metrics.jsonl, and each run's CPU share (CPU seconds / (wall x
@@ -145,7 +145,7 @@ if [ ! -s "$TOKENS" ]; then
   mkdir -p "$(dirname "$TOKENS")"
   $PY -c "import numpy as np; np.random.default_rng(0).integers(0, 4096, size=4_000_000, dtype=np.uint16).tofile('$TOKENS')"
 fi
-TRAIN_SET=(--set data.train="$ROOT/$TOKENS" --set data.eval= --set train.warmup_steps=0)
+TRAIN_SET=(--set data.train="$ROOT/$TOKENS" --set data.eval= --set train.warmup_steps=0 --set runtime.mode=native)
 STRACE=$(command -v strace || true)
 phase train
 for r in $(seq "$TRAIN_ROUNDS"); do
@@ -383,7 +383,7 @@ if "small" in res:
         L.append(f"Copying this state into a laid-out image (Checkpointer::capture's memcpy, modelled): {c['copy_1thread_s']:.3f} s on one "
                  f"thread, {c['copy_parallel_s']:.3f} s on {c['threads']} threads; {c['copy_first_s']:.3f} s when the image is "
                  f"allocated first (the first save).")
-L.append("\n## Training bench-small SOAP: how long the step is held\n")
+L.append("\n## Training bench-small SOAP (native mode): how long the step is held\n")
 t = res["train"]
 L.append(f"`{t['config']}`, {t['steps']} steps, `checkpoint.every={t['every']}`, {t['data']}.\n")
 L.append("| round | checkpoint.async | run's CPU share | median step | checkpoint step | checkpoint_s (step held) | next step (copy beside its forward) | checkpoint_write_s | checkpoint_bytes |")

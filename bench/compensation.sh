@@ -22,7 +22,8 @@ for r in $(seq 1 "$ROUNDS"); do
     for comp in "${order[@]}"; do
       build/bin/asteria-train --config configs/bench-small-$opt.yaml --set train.steps="$STEPS" \
         --set data.train=$TOKENS --set data.eval=$TOKENS --set train.eval_every=0 \
-        --set optim.compensated_updates=$comp --set checkpoint.enabled=false --set run.dir="$OUT/$opt-$comp-$r" >/dev/null 2>&1
+        --set optim.compensated_updates=$comp --set checkpoint.enabled=false --set runtime.mode=native \
+        --set run.dir="$OUT/$opt-$comp-$r" >/dev/null 2>&1
     done
   done
 done

@@ -24,10 +24,12 @@
 #           build/bin/asteria-train --config configs/bench-small-<optim>.yaml \
 #           --set data.train=<random tokens> --set data.eval= --set train.warmup_steps=0 \
 #           --set train.steps=STEPS --set train.micro_batch=8/W --set checkpoint.enabled=false \
-#           --set distributed.fsdp=<mode> [--set distributed.ranks_per_node=2]
+#           --set distributed.fsdp=<mode> [--set distributed.ranks_per_node=2] --set runtime.mode=native
 #       (the configs' micro_batch is 8, so the global batch, 8 x 256 tokens, is the same at every
 #       W; train.warmup_steps=0 because the configs' 40 warm-up steps exceed STEPS, which the
-#       config check refuses). --bind-to none: Open MPI 4.1 binds each rank to one core when
+#       config check refuses; runtime.mode native: the figures of bench/results/fsdp are native's,
+#       without the shadow pipeline and, in fsdp none and hybrid, the coherence of replicated SOAP
+#       state). --bind-to none: Open MPI 4.1 binds each rank to one core when
 #       np <= 2, which would put W = 1's two OpenMP threads on one core. The runs are sequential,
 #       each under /usr/bin/time (wall, CPU) with the load average as it starts; a run that
 #       fails is recorded with the tail of its output and the rest go on;
@@ -129,7 +131,7 @@ else
     name=$o-w$w-$m
     dir=$WORK/$name
     sets=(--set data.train="$ROOT/$TOKENS" --set data.eval= --set train.warmup_steps=0 --set train.steps="$STEPS"
-          --set train.micro_batch=$((mb / w)) --set checkpoint.enabled=false --set distributed.fsdp="$m"
+          --set train.micro_batch=$((mb / w)) --set checkpoint.enabled=false --set distributed.fsdp="$m" --set runtime.mode=native
           --set run.dir="$dir" --set run.overwrite=true)
     [ "$m" = hybrid ] && sets+=(--set distributed.ranks_per_node=2)
     load=$(cat /proc/loadavg)
@@ -277,7 +279,7 @@ L.append(f"Regenerate: `bench/fsdp.sh` (see its header; raw outputs stay under `
          f"at the start, {' '.join(res['loadavg_end'].split()[:3])} at the end; {res['total_wall_s']} s in all (runs one after another). "
          f"OPENBLAS_CORETYPE={res['OPENBLAS_CORETYPE']}, OPENBLAS_L2_SIZE={res['OPENBLAS_L2_SIZE']} (as found).\n")
 L.append(f"bench-small (configs/bench-small-adamw.yaml, configs/bench-small-soap.yaml; {params} parameters, "
-         f"{params * 4 / MB:.1f} MB in fp32), {res['data']}, {res['steps']} steps, checkpoint.enabled=false; "
+         f"{params * 4 / MB:.1f} MB in fp32), {res['data']}, {res['steps']} steps, runtime.mode=native, checkpoint.enabled=false; "
          f"{res['global_batch']}. Launch: `{res['launch']}` (`--bind-to none`: Open MPI 4.1 binds a rank to one core when "
          f"np <= 2, which would put W = 1's two threads on one core). Medians over {res['medians_over']}.\n")
 L.append(f"**The machine has {res['nproc']} cores: the ranks share them (W = 4 is oversubscribed), so the step times below are "

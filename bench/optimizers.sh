@@ -19,7 +19,7 @@ runs=()
 for opt in adamw soap shampoo kl-shampoo; do
   dir=$RAW/$opt
   build/bin/asteria-train --config configs/bench-small-$opt.yaml --set run.dir=$dir --set run.overwrite=true \
-    --set train.steps=$STEPS --set train.eval_every=25 | tail -1
+    --set train.steps=$STEPS --set train.eval_every=25 --set runtime.mode=native | tail -1
   runs+=("$dir")
 done
 /usr/bin/python3 bench/summarize_runs.py --baseline "${runs[0]}" "${runs[@]:1}" --json "$OUT/summary.json" | tee "$OUT/summary.txt"

@@ -4,6 +4,8 @@
 # steps after warm-up, relative to in-memory; target <= 1.2x), stall of the compute lane on tier
 # moves, bytes moved, and peak RSS against the budgets.
 #   bench/tiers.sh [STEPS] [THREADS]      (defaults 60 and 0 = all cores)
+# Every run in native mode (as bench/results/tiers-60 was measured): the tiers alone, without the
+# shadow pipeline's snapshots and jobs in flight.
 # Two models:
 #   bench-small (4 blocks; one block's SOAP state is 39.5 MiB, a quarter of the whole state is
 #     43.5 MiB, so only prefetch distance 0 fits: device 40 MiB + host 3.5 MiB);
@@ -29,7 +31,7 @@ run() {  # NAME [SETS...]: trains, records peak RSS (KiB) from /usr/bin/time -v
   for s in "$@"; do sets+=(--set "$s"); done
   /usr/bin/time -v -o "$RAW/$name.time" build/bin/asteria-train --config configs/bench-small-soap.yaml \
     --set "run.dir=$RAW/$name" --set "train.steps=$STEPS" --set run.overwrite=true --set train.eval_every=0 \
-    --set data.eval= --set train.warmup_steps=10 --set "runtime.threads=$THREADS" \
+    --set data.eval= --set train.warmup_steps=10 --set "runtime.threads=$THREADS" --set runtime.mode=native \
     --set "runtime.tiers.disk.path=$RAW/disk" "${sets[@]}" | tail -1
 }
 run small-memory
@@ -45,8 +47,9 @@ done
 run deep-disk-d2 "${deep[@]}" runtime.tiers.device.bytes=149.1MiB runtime.tiers.host.bytes=2.5MiB \
   runtime.tiers.prefetch_distance=2
 # The state sizes, for the report.
-build/bin/asteria-train --config configs/bench-small-soap.yaml --dry-run | grep -A8 "state placement" > "$OUT/placement-small.txt"
-build/bin/asteria-train --config configs/bench-small-soap.yaml --set model.n_layers=12 --dry-run |
+build/bin/asteria-train --config configs/bench-small-soap.yaml --set runtime.mode=native --dry-run |
+  grep -A8 "state placement" > "$OUT/placement-small.txt"
+build/bin/asteria-train --config configs/bench-small-soap.yaml --set runtime.mode=native --set model.n_layers=12 --dry-run |
   grep -A8 "state placement" > "$OUT/placement-deep.txt"
 
 $py - "$OUT" "$STEPS" "$RAW" <<'PY' | tee "$OUT/summary.txt"

@@ -110,9 +110,12 @@ struct CoherenceConfig {
 };
 
 struct RuntimeConfig {
-  RuntimeMode mode = RuntimeMode::Native;  // native: roots inline (the baseline); asteria: shadow pipeline
+  // asteria (the default): refreshes on the shadow pipeline, off the critical path; native: roots /
+  // bases inline at the step they are due, the reference implementations' schedule (the baseline that
+  // benchmarks and step-for-step comparisons ask for explicitly).
+  RuntimeMode mode = RuntimeMode::Asteria;
   // Where the model and the optimizer's update run: auto (cuda where a device is visible and the
-  // build has the backend, else cpu; resolved when the config loads, said in a note), cpu, or
+  // build has the backend, else cpu; resolved when the config loads, said at startup), cpu, or
   // cuda (the CUDA backend: train/device_training.hpp).
   BackendKind backend = BackendKind::Auto;
   // The GEMMs' operands: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (cuda only: the linear

@@ -94,7 +94,9 @@ const std::map<std::string, std::string> kMeanings = {
      "every_k (0, k, 2k, ...); the older key train.activation_checkpointing is read with a note"},
     {"train.recompute_every_k", "k of activation_recompute every_k (older key: train.checkpoint_every_k)"},
     // runtime
-    {"runtime.mode", "native: roots / eigenbases computed inline (the baseline); asteria: the shadow pipeline"},
+    {"runtime.mode",
+     "asteria: roots / eigenbases on the shadow pipeline, published runtime.shadow.delay steps later (synchronously "
+     "during the warm-up); native: computed inline at the step they are due (the reference, the baseline)"},
     {"runtime.backend", "where the model and the optimizer's step run: auto (cuda where a GPU is visible and the build has "
                         "the backend, else cpu; said at startup), cpu, or cuda (train/device_training.hpp)"},
     {"runtime.precision",

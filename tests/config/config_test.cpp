@@ -149,13 +149,16 @@ TEST(Config, CoherenceToleranceDefaultsByStaleness) {
   expect_error([] { load_config_text("", "f.yaml", {"runtime.coherence.tolerance=-1"}); }, {"runtime.coherence.tolerance"});
 }
 
-// runtime.stagger auto: on in asteria mode, off in native (the reference schedule); explicit wins.
+// runtime.mode defaults to asteria; runtime.stagger auto: on in asteria mode, off in native (the
+// reference schedule); explicit wins.
 TEST(Config, StaggerDefaultsByMode) {
-  EXPECT_FALSE(load_config_text("", "f.yaml").runtime.staggered());
-  EXPECT_TRUE(load_config_text("", "f.yaml", {"runtime.mode=asteria"}).runtime.staggered());
-  EXPECT_FALSE(load_config_text("", "f.yaml", {"runtime.mode=asteria", "runtime.stagger=false"}).runtime.staggered());
-  EXPECT_TRUE(load_config_text("runtime:\n  stagger: true\n", "f.yaml").runtime.staggered());
-  EXPECT_EQ(load_config_text("", "f.yaml", {"runtime.mode=asteria"}).runtime.stagger, Stagger::On);   // resolved
+  EXPECT_EQ(load_config_text("", "f.yaml").runtime.mode, RuntimeMode::Asteria);
+  EXPECT_TRUE(load_config_text("", "f.yaml").runtime.staggered());
+  EXPECT_EQ(load_config_text("", "f.yaml").runtime.stagger, Stagger::On);   // resolved
+  EXPECT_FALSE(load_config_text("", "f.yaml", {"runtime.stagger=false"}).runtime.staggered());
+  EXPECT_FALSE(load_config_text("", "f.yaml", {"runtime.mode=native"}).runtime.staggered());
+  EXPECT_EQ(load_config_text("runtime:\n  mode: native\n", "f.yaml").runtime.stagger, Stagger::Off);   // resolved
+  EXPECT_TRUE(load_config_text("runtime:\n  mode: native\n  stagger: true\n", "f.yaml").runtime.staggered());
   expect_error([] { load_config_text("runtime:\n  stagger: sometimes\n", "f.yaml"); }, {"f.yaml:2", "runtime.stagger"});
 }
 
@@ -364,16 +367,16 @@ TEST(Config, EveryChoiceRefusesABadValueNamingTheChoices) {
 // options were strings (the resolved config's text is unchanged).
 TEST(Config, ChoicesReadToTheirEnumsAndWriteBackTheSameText) {
   const Config c = load_config_text("", "f.yaml",
-                                    {"runtime.mode=asteria", "runtime.backend=cuda", "runtime.precision=fp32",
-                                     "runtime.stagger=false", "runtime.blas=as-is", "runtime.shadow.lane=device",
+                                    {"runtime.mode=native", "runtime.backend=cuda", "runtime.precision=fp32",
+                                     "runtime.stagger=true", "runtime.blas=as-is", "runtime.shadow.lane=device",
                                      "distributed.fsdp=hybrid", "optim.name=shampoo", "optim.root_method=newton",
                                      "optim.grafting=none", "optim.refresh_dtype=float32", "train.schedule=linear",
                                      "train.activation_recompute=every_k", "train.recompute_every_k=3",
                                      "data.dtype=uint32"});
-  EXPECT_EQ(c.runtime.mode, RuntimeMode::Asteria);
+  EXPECT_EQ(c.runtime.mode, RuntimeMode::Native);   // (asteria is the default)
   EXPECT_EQ(c.runtime.backend, BackendKind::Cuda);
   EXPECT_EQ(c.runtime.precision, ComputePrecision::Fp32);
-  EXPECT_EQ(c.runtime.stagger, Stagger::Off);
+  EXPECT_EQ(c.runtime.stagger, Stagger::On);
   EXPECT_EQ(c.runtime.blas, BlasKernels::AsIs);
   EXPECT_EQ(c.runtime.shadow.lane, ShadowLane::Device);
   EXPECT_EQ(c.distributed.fsdp, FsdpMode::Hybrid);
@@ -386,8 +389,8 @@ TEST(Config, ChoicesReadToTheirEnumsAndWriteBackTheSameText) {
   EXPECT_EQ(c.train.recompute().every_k, 3);
   EXPECT_EQ(c.data.dtype, TokenDtypeChoice::U32);
   const std::string y = config_to_yaml(c);
-  for (const char* line : {"  mode: \"asteria\"\n", "  backend: \"cuda\"\n", "  precision: \"fp32\"\n",
-                           "  stagger: \"false\"\n", "  blas: \"as-is\"\n", "    lane: \"device\"\n",
+  for (const char* line : {"  mode: \"native\"\n", "  backend: \"cuda\"\n", "  precision: \"fp32\"\n",
+                           "  stagger: \"true\"\n", "  blas: \"as-is\"\n", "    lane: \"device\"\n",
                            "  fsdp: \"hybrid\"\n", "  name: \"shampoo\"\n", "  root_method: \"newton\"\n",
                            "  grafting: \"none\"\n", "  refresh_dtype: \"float32\"\n", "  schedule: \"linear\"\n",
                            "  activation_recompute: \"every_k\"\n", "  recompute_every_k: 3\n", "  dtype: \"uint32\"\n"})

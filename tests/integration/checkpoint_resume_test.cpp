@@ -77,12 +77,15 @@ std::vector<std::string> disk_tier_sets() {
 
 // Refreshes every 3 steps from step 2 (short_second_order_sets): SOAP and KL-Shampoo refresh at
 // 4, 7, 10, Shampoo at 2, 3, 6, 9. With D = 3 the refresh of step 4 is in flight at step 5; a
-// checkpoint at 7 (N = 7, a refresh step) has the refresh of 7 in flight.
+// checkpoint at 7 (N = 7, a refresh step) has the refresh of 7 in flight. Each optimizer in
+// native mode (the reference, asked for by name) and in asteria mode; the cases that set no mode
+// (grad accumulation, the disk tier, synchronous writes) run the default, asteria.
 INSTANTIATE_TEST_SUITE_P(
     Cases, Resume,
     ::testing::Values(
-        ResumeCase{"adamw", "adamw", {}}, ResumeCase{"shampoo", "shampoo", {}}, ResumeCase{"soap", "soap", {}},
-        ResumeCase{"kl_shampoo", "kl_shampoo", {}},
+        ResumeCase{"adamw", "adamw", {}}, ResumeCase{"shampoo_native", "shampoo", {"runtime.mode=native"}},
+        ResumeCase{"soap_native", "soap", {"runtime.mode=native"}},
+        ResumeCase{"kl_shampoo_native", "kl_shampoo", {"runtime.mode=native"}},
         ResumeCase{"soap_asteria_compute", "soap", {"runtime.mode=asteria", "runtime.shadow.delay=3", "runtime.shadow.lane=compute"}},
         ResumeCase{"shampoo_asteria_workers", "shampoo", {"runtime.mode=asteria", "runtime.shadow.delay=3", "runtime.shadow.lane=workers"}},
         ResumeCase{"kl_asteria_at_refresh_step", "kl_shampoo", {"runtime.mode=asteria", "runtime.shadow.delay=3"}, 7},

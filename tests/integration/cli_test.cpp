@@ -168,7 +168,7 @@ TEST(Cli, ARunOverTheMemoryLimitIsRefusedWithTheBytes) {
   EXPECT_NE(out.find("disk tier:        "), std::string::npos) << out;
   // On a machine with less memory than native OLMo-1B SOAP needs, its start is refused.
   if (asteria::available_memory_bytes() < 70ull << 30) {
-    EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --set data.train=" + dir.file("train.bin") +
+    EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --set runtime.mode=native --set data.train=" + dir.file("train.bin") +
                                  " --set data.eval= --set model.vocab_size=512 --set model.embedding_size=512 --set run.dir=" + dir.file("olmo"),
                              &out));
     EXPECT_NE(out.find("this run needs about "), std::string::npos) << out;

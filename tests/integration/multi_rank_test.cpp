@@ -110,7 +110,7 @@ TEST_F(MultiRank, TwoAndFourRanksMatchOneRankInEveryMode) {
       "--set distributed.fsdp=none",
       "--set distributed.fsdp=full --set checkpoint.enabled=false",
       "--set distributed.fsdp=hybrid --set distributed.ranks_per_node=2 --set checkpoint.enabled=false"};
-  for (const Case& c : {Case{"tiny-adamw.yaml", "", 0}, Case{"tiny-soap.yaml", "", 8},
+  for (const Case& c : {Case{"tiny-adamw.yaml", "", 0}, Case{"tiny-soap.yaml", "--set runtime.mode=native", 8},
                         Case{"tiny-soap.yaml", "--set runtime.mode=asteria --set runtime.shadow.delay=2", 8}}) {
     SCOPED_TRACE(std::string(c.config) + " " + c.extra);
     std::string out;
