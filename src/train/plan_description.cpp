@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/error.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
 #include "model/model.hpp"
 #include "optim/blocks.hpp"
@@ -88,10 +89,19 @@ PlannedShadow plan_shadow(const Config& cfg, const std::vector<ParamTable>& tabl
   return p;
 }
 
+// The run's plan is that of its placement (of the config as given when it cannot fit here).
+Config placed_or_given(const Config& given) {
+  try {
+    return place_for_planning(given).cfg;
+  } catch (const Error&) {
+    return given;
+  }
+}
+
 }  // namespace
 
 std::string describe_step_plan(const Config& given, int64_t step) {
-  const Config cfg = place_for_planning(given).cfg;   // the run's plan is that of its placement
+  const Config cfg = placed_or_given(given);
   const auto tables = model_param_tables(cfg.model);
   const std::vector<std::string> names = model_layer_names(cfg.model);
   const int L = static_cast<int>(tables.size());

@@ -350,11 +350,22 @@ std::string coherence_report(const Config& cfg) {
 std::string dry_run_report(const Config& given) {
   check_supported(given);
   // What the run would use: the config as runtime.placement fits it to this machine.
-  const Placement placed = place_for_planning(given);
+  // A run that cannot fit is still described, as given, after the reason.
+  Placement placed;
+  std::string refused;
+  try {
+    placed = place_for_planning(given);
+  } catch (const Error& e) {
+    placed.cfg = given;
+    refused = e.what();
+  }
   const Config& cfg = placed.cfg;
   std::ostringstream os;
   os << "# resolved config (" << cfg.source << ")\n" << config_to_yaml(cfg) << "\n";
-  os << "# " << placed.describe() << "\n\n";
+  if (refused.empty())
+    os << "# " << placed.describe() << "\n\n";
+  else
+    os << "# placement: refused at startup: " << refused << "\n\n";
   const ParamCounts pc = count_params(cfg.model);
   os << "# parameters\n"
      << "total:        " << pc.total << " (" << human_count(pc.total) << ")\n"

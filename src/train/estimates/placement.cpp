@@ -295,6 +295,15 @@ Placement choose_placement(const Config& cfg, const PlacementInputs& in) {
 Placement place_for_planning(const Config& cfg) {
   const int world = std::max(1, cfg.distributed.world_size);
   const int per_node = cfg.distributed.ranks_per_node > 0 ? cfg.distributed.ranks_per_node : world;
+  if (cfg.distributed.world_size > 0 && cfg.runtime.memory_limit_auto()) {
+    // A launch planned for other machines: their memory is not this one's.
+    Placement p;
+    p.cfg = cfg;
+    p.limit_source = "planning distributed.world_size " + std::to_string(world) +
+                     ": the launch's machines are not this one; give runtime.memory_limit to place for them";
+    p.need = rank_memory(cfg, world, per_node);
+    return p;
+  }
   return place_run(cfg, cfg.runtime.backend == BackendKind::Cuda ? 1 : world, per_node);
 }
 

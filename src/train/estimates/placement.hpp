@@ -70,7 +70,9 @@ Placement choose_placement(const Config& cfg, const PlacementInputs& in);
 // smallest over the ranks' machines, so that every rank chooses the same).
 Placement place_run(const Config& cfg, int world, int ranks_per_node, std::optional<uint64_t> limit_override = {});
 // The same for planning (--dry-run, --print-plan): the launch of distributed.world_size ranks
-// (one when 0), distributed.ranks_per_node to a machine (all of them when 0).
+// (one when 0), distributed.ranks_per_node to a machine (all of them when 0). A launch of
+// world_size ranks is planned for other machines: placed only against an explicit
+// runtime.memory_limit.
 Placement place_for_planning(const Config& cfg);
 // For run_info.json: the limit, its source, the need, and each part with its reason.
 nlohmann::json placement_json(const Placement& p);
