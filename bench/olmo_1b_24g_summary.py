@@ -23,7 +23,7 @@ for opt in opts:
     hwm = int(timed.group(1)) * 1024 if timed else metric_peak   # the run still going: the metrics' figure
     sampled = max((int(l.split()[1]) for l in (raw / f"{opt}.rss").read_text().splitlines()), default=0) * 1024
     native = (raw / f"{opt}.native.txt").read_text().strip().splitlines()[-1]
-    print(f"\n## {opt}: configs/olmo-1b-{opt}-24g.yaml\n")
+    print(f"\n## {opt}: configs/olmo-1b-{opt}.yaml (runtime.placement auto)\n")
     print(f"peak RSS: {hwm/GiB:.2f} GiB (VmHWM; sampled VmRSS max {sampled/GiB:.2f} GiB); --dry-run estimate "
           f"{est} GiB (peak / estimate {hwm/GiB/float(est):.3f})\n")
     print("| step | loss | step s | fwd s | recompute s | bwd s | optim s | tier stall s | root jobs s | disk read GB | disk write GB | tier staging s | disk GB/s (vs dd time) |")

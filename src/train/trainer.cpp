@@ -176,7 +176,7 @@ struct Trainer::Impl {
     placement = place_run(cfg, gpu_or_one ? 1 : world, topo.uniform ? topo.ranks_per_node : 1, smallest);
     cfg = placement.cfg;
     model_ops = ModelStepOps(cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute()));
-    if (writer() && !placement.parts.empty()) std::fprintf(stderr, "asteria-train: %s\n", placement.describe().c_str());
+    if (writer()) std::fprintf(stderr, "asteria-train: %s\n", placement.describe().c_str());
   }
 
   void open_data() {

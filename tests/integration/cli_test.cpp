@@ -154,7 +154,7 @@ TEST(Cli, ARunOverTheMemoryLimitIsRefusedWithTheBytes) {
   std::string out;
   EXPECT_EQ(1, run_command(tiny + " --set runtime.memory_limit=1MiB", &out));
   EXPECT_NE(out.find("this run needs about "), std::string::npos) << out;
-  EXPECT_NE(out.find("but may use 1.00 MiB (runtime.memory_limit 1MiB)"), std::string::npos) << out;
+  EXPECT_NE(out.find("but may use 1.00 MiB (runtime.memory_limit 1MiB"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(dir.file("run") + "/metrics.jsonl")) << "refused before anything is written";
   ASSERT_EQ(0, run_command(tiny + " --set runtime.memory_limit=auto", &out)) << out;
   EXPECT_EQ(1, run_command(tiny + " --set runtime.memory_limit=lots --dry-run", &out));
@@ -168,7 +168,7 @@ TEST(Cli, ARunOverTheMemoryLimitIsRefusedWithTheBytes) {
   EXPECT_NE(out.find("disk tier:        "), std::string::npos) << out;
   // On a machine with less memory than native OLMo-1B SOAP needs, its start is refused.
   if (asteria::available_memory_bytes() < 70ull << 30) {
-    EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --set runtime.mode=native --set data.train=" + dir.file("train.bin") +
+    EXPECT_EQ(1, run_command(kTrain + " --config " + kConfigs + "/olmo-1b-soap.yaml --set runtime.mode=native --set runtime.placement=manual --set data.train=" + dir.file("train.bin") +
                                  " --set data.eval= --set model.vocab_size=512 --set model.embedding_size=512 --set run.dir=" + dir.file("olmo"),
                              &out));
     EXPECT_NE(out.find("this run needs about "), std::string::npos) << out;

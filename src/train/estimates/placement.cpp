@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -18,7 +17,7 @@ std::string Placement::describe() const {
   std::ostringstream os;
   os << "placement (runtime.placement " << to_string(cfg.runtime.placement) << "): needs about " << human_bytes(need.total())
      << " of " << (limit == UINT64_MAX ? std::string("no limit") : human_bytes(static_cast<double>(limit)) + " (" + limit_source + ")");
-  if (parts.empty()) os << "; nothing changed";
+  if (parts.empty()) os << "; as configured";
   for (const PlacementPart& p : parts) os << "\n  " << p.key << ": " << p.value << " -- " << p.reason;
   if (changes_math) os << "\n  (these choices change the run's arithmetic: see train/placement.hpp)";
   return os.str();
@@ -92,15 +91,14 @@ class Chooser {
       Config x = c;
       x.runtime.tiers.prefetch_distance = d;
       x.runtime.tiers.host.bytes = "0";
-      const uint64_t least_device = least_plannable(x, round_up(sizes_.cache_need(x, d)));
-      const uint64_t device = largest_fitting(x, x.runtime.tiers.device.bytes, least_device,
-                                              std::max(least_device, round_up(sizes_.cache_need(x, d) + sizes_.hot) + 64 * kMiB), &e);
+      const uint64_t cache = round_up(sizes_.cache_need(x, d));
+      const uint64_t device = largest_fitting(x, x.runtime.tiers.device.bytes, cache, round_up(cache + sizes_.hot) + 64 * kMiB, &e);
       least = std::min(least, e.total());
       if (device == 0) continue;
       x.runtime.tiers.device.bytes = mib_text(device);
       const uint64_t host = largest_fitting(x, x.runtime.tiers.host.bytes, 0, round_up(sizes_.rest));
       x.runtime.tiers.host.bytes = mib_text(host);
-      if (!plans(x, least_device, e)) continue;
+      if (!plans(x, e)) continue;
       c = x;
       std::ostringstream v;
       v << "device " << x.runtime.tiers.device.bytes << ", host " << x.runtime.tiers.host.bytes
@@ -114,44 +112,26 @@ class Chooser {
     return false;
   }
 
-  // The quick choice of `x` confirmed with its planned layout, as the run will have it: the
-  // device cache's fragmentation may need room the quick placement did not keep, so the device
-  // budget is lowered (less memory, so it still fits) halfway to `least` at a time until the
-  // layout plans.
-  bool plans(Config& x, uint64_t least, MemoryEstimate& need) const {
-    for (uint64_t b = parse_byte_size(x.runtime.tiers.device.bytes);; b = b - (b - least) / 2 <= least + kMiB ? least : round_up(b - (b - least) / 2)) {
-      x.runtime.tiers.device.bytes = mib_text(b);
+  // The quick choice of `x` confirmed with its planned layout, as the run will have it (one
+  // planning, the costly part, in the common case). The device cache's fragmentation may need
+  // more room than the layers in flight: then the device budget is raised by an eighth at a time
+  // while it still fits.
+  bool plans(Config& x, MemoryEstimate& need) const {
+    for (int i = 0; i < 4; ++i) {
       try {
-        if (fits(x, &need, TierCheck::Planned)) return true;
-      } catch (const Error&) {
+        need = in_.estimate(x, TierCheck::Planned);
+        return fits_need(need);
+      } catch (const Error&) {   // the cache's fragmentation needs more room
       }
-      if (b <= least) return false;
+      x.runtime.tiers.device.bytes = mib_text(round_up(parse_byte_size(x.runtime.tiers.device.bytes) / 8 * 9));
+      if (!fits(x, &need)) return false;
     }
+    return false;
   }
 
  private:
   static uint64_t round_up(uint64_t b) { return (b + kMiB - 1) / kMiB * kMiB; }
 
-  // The least device budget from `cache` (the layers in flight) up whose planned layout plans:
-  // the cache's fragmentation may need more (tier_planner.hpp), found in steps of an eighth.
-  // It depends on the optimizer state only, the same for every step: found once per distance.
-  uint64_t least_plannable(Config x, uint64_t cache) const {
-    const int d = x.runtime.tiers.prefetch_distance;
-    if (auto it = least_plannable_.find(d); it != least_plannable_.end()) return it->second;
-    return least_plannable_[d] = search_plannable(x, cache);
-  }
-  uint64_t search_plannable(Config x, uint64_t cache) const {
-    uint64_t b = cache;
-    for (int i = 0; i < 8; ++i, b = round_up(b / 8 * 9)) {
-      x.runtime.tiers.device.bytes = mib_text(b);
-      try {
-        configured_tier_layout(x);
-        return b;
-      } catch (const Error&) {
-      }
-    }
-    return b;
-  }
 
   bool fits_at(Config& x, std::string& key, uint64_t bytes, MemoryEstimate* e = nullptr) const {
     key = mib_text(bytes);
@@ -179,7 +159,6 @@ class Chooser {
   const PlacementInputs& in_;
   double target_;
   StateSizes sizes_;
-  mutable std::map<int, uint64_t> least_plannable_;   // per prefetch distance
 };
 
 // A change to try, cheapest first: applies itself to `c` and says what it did, or returns false
@@ -281,11 +260,12 @@ Placement choose_placement(const Config& cfg, const PlacementInputs& in) {
     ok = chooser.fits_need(p.need);
   }
   if (!ok)
-    fail(cfg.source, ": this run cannot fit in ", human_bytes(static_cast<double>(in.limit)), " (", in.limit_source,
-         "; placement plans to fill ", static_cast<int>(kPlacementFill * 100), "%): even with all optimizer state on the "
-         "disk tier",
-         taken.empty() ? std::string() : ", and " + std::to_string(taken.size()) + " more step(s) (the last: " + taken.back().key + " " + taken.back().value + ")",
-         " it needs about ", human_bytes(least), ". Shard it over more ranks (distributed.fsdp full), or give it more memory");
+    fail(cfg.source, ": this run needs about ", human_bytes(least), " of memory per process even with all optimizer state "
+         "on the disk tier",
+         taken.empty() ? std::string() : " and " + std::to_string(taken.size()) + " more step(s) of runtime.placement auto (the last: " + taken.back().key + " " + taken.back().value + ")",
+         ", but may use ", human_bytes(static_cast<double>(in.limit)), " (", in.limit_source, "; placement fills ",
+         static_cast<int>(kPlacementFill * 100), "% of it). Shard it over more ranks (distributed.fsdp full), or give it more "
+         "memory; `--dry-run` shows the estimate");
   p.parts = tier_part;
   p.parts.insert(p.parts.end(), taken.begin(), taken.end());
   p.cfg = c;
