@@ -175,8 +175,8 @@ void check_memory(const Config& cfg, const MemoryEstimate& need, int ranks_on_ma
      << human_bytes(need.optimizer) << ", activations " << human_bytes(need.activations);
   if (need.refresh_work > 0) os << ", refresh buffers " << human_bytes(need.refresh_work);
   os << ") but may use " << human_bytes(static_cast<double>(limit)) << " (" << memory_limit_source(cfg, ranks_on_machine)
-     << "). Put optimizer state on the disk tier (runtime.mode asteria with runtime.tiers budgets), lower "
-        "train.micro_batch, or shard it over more ranks; `--dry-run` shows the estimate";
+     << "). Let runtime.placement auto (the default) place it, put optimizer state on the disk tier "
+        "(runtime.tiers budgets), lower train.micro_batch, or shard it over more ranks; `--dry-run` shows the estimate";
   fail(os.str());
 }
 
