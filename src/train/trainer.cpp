@@ -166,7 +166,7 @@ struct Trainer::Impl {
     std::optional<uint64_t> smallest;
     if (world > 1) {
       std::vector<double> limits(static_cast<size_t>(world), 0.0);
-      limits[static_cast<size_t>(rank)] = static_cast<double>(placement_limit(cfg, topo.ranks_per_node));
+      limits[static_cast<size_t>(rank)] = static_cast<double>(memory_limit_bytes(cfg, topo.ranks_per_node));
       Request r = comm->all_reduce(limits.data(), limits.size(), "the ranks' memory limits");
       comm->wait(r);
       const double least = *std::min_element(limits.begin(), limits.end());

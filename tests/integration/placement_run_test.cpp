@@ -7,11 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/error.hpp"
-#include "model/model.hpp"
-#include "optim/optimizer_factory.hpp"
 #include "train/estimates/placement.hpp"
 #include "trainer_runs.hpp"
+#include "../train/estimates/tier_floor.hpp"
 
 using namespace asteria;
 using asteria::testing::same_bits;
@@ -39,19 +37,7 @@ struct PlacedRun : ::testing::Test {
 // to the least the tiers alone reach (0: all in memory; 1: the tiers' least; more: further steps).
 uint64_t limit_for(const Config& c, double fraction) {
   const double all = process_memory(c).total();
-  Config x = c;
-  x.runtime.tiers.prefetch_distance = 1;
-  x.runtime.tiers.host.bytes = "0";
-  double least = all;
-  for (size_t d = tier_cache_need(optimizer_state_specs(x.optim, model_param_tables(x.model)), 1);; d += d / 8) {
-    x.runtime.tiers.device.bytes = std::to_string(d);
-    try {
-      least = process_memory(x).total();
-      break;
-    } catch (const Error&) {
-    }
-  }
-  return static_cast<uint64_t>((all - fraction * (all - least)) / kPlacementFill);
+  return static_cast<uint64_t>((all - fraction * (all - asteria::testing::least_with_tiers(c))) / kPlacementFill);
 }
 
 }  // namespace

@@ -29,26 +29,22 @@ namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 std::string mib_text(uint64_t bytes) { return std::to_string(bytes / kMiB) + "MiB"; }
 
-// The page-rounded bytes of each lifecycle class of the whole model's optimizer state, and
-// what its layers in flight need in the device cache.
+// The whole model's optimizer state (placement never changes it): its page-rounded bytes per
+// lifecycle class, and what its layers in flight need in the device cache.
 struct StateSizes {
+  std::vector<std::vector<StateSpec>> specs;
   uint64_t hot = 0, rest = 0;
-  uint64_t cache_need(const Config& c, int distance) const {
-    return tier_cache_need(optimizer_state_specs(c.optim, model_param_tables(c.model)), distance);
+  explicit StateSizes(const Config& c) : specs(optimizer_state_specs(c.optim, model_param_tables(c.model))) {
+    for (const auto& layer : specs)
+      for (const StateSpec& spec : layer) (spec.cls == StateClass::Hot ? hot : rest) += page_round(spec.bytes());
   }
+  uint64_t cache_need(int distance) const { return tier_cache_need(specs, distance); }
 };
-
-StateSizes state_sizes(const Config& c) {
-  StateSizes s;
-  for (const auto& layer : optimizer_state_specs(c.optim, model_param_tables(c.model)))
-    for (const StateSpec& spec : layer) (spec.cls == StateClass::Hot ? s.hot : s.rest) += page_round(spec.bytes());
-  return s;
-}
 
 class Chooser {
  public:
   Chooser(const Config& cfg, const PlacementInputs& in)
-      : in_(in), target_(kPlacementFill * static_cast<double>(in.limit)), sizes_(state_sizes(cfg)) {}
+      : in_(in), target_(kPlacementFill * static_cast<double>(in.limit)), sizes_(cfg) {}
 
   // Whether `c` fits the target (and its disk tier the free disk); its estimate into `need`.
   bool fits(const Config& c, MemoryEstimate* need = nullptr, TierCheck check = TierCheck::Quick) const {
@@ -91,7 +87,7 @@ class Chooser {
       Config x = c;
       x.runtime.tiers.prefetch_distance = d;
       x.runtime.tiers.host.bytes = "0";
-      const uint64_t cache = round_up(sizes_.cache_need(x, d));
+      const uint64_t cache = round_up(sizes_.cache_need(d));
       const uint64_t device = largest_fitting(x, x.runtime.tiers.device.bytes, cache, round_up(cache + sizes_.hot) + 64 * kMiB, &e);
       least = std::min(least, e.total());
       if (device == 0) continue;
@@ -298,11 +294,9 @@ nlohmann::json placement_json(const Placement& p) {
           {"parts", parts}};
 }
 
-uint64_t placement_limit(const Config& cfg, int ranks_per_node) { return memory_limit_bytes(cfg, ranks_per_node); }
-
 Placement place_run(const Config& cfg, int world, int ranks_per_node, std::optional<uint64_t> limit_override) {
   PlacementInputs in;
-  in.limit = limit_override ? *limit_override : placement_limit(cfg, ranks_per_node);
+  in.limit = limit_override ? *limit_override : memory_limit_bytes(cfg, ranks_per_node);
   in.limit_source = memory_limit_source(cfg, ranks_per_node) + (limit_override ? ", the smallest over the ranks' machines" : "");
   in.estimate = [world, ranks_per_node](const Config& c, TierCheck check) {
     return world == 1 || c.runtime.backend == BackendKind::Cuda ? process_memory(c, check)

@@ -76,7 +76,5 @@ Placement place_run(const Config& cfg, int world, int ranks_per_node, std::optio
 Placement place_for_planning(const Config& cfg);
 // For run_info.json: the limit, its source, the need, and each part with its reason.
 nlohmann::json placement_json(const Placement& p);
-// The limit place_run plans against on this machine.
-uint64_t placement_limit(const Config& cfg, int ranks_per_node);
 
 }  // namespace asteria

@@ -13,6 +13,7 @@
 #include "model/model.hpp"
 #include "optim/optimizer_factory.hpp"
 #include "train/tier_config.hpp"
+#include "tier_floor.hpp"
 
 namespace asteria {
 namespace {
@@ -53,20 +54,7 @@ TEST(Placement, ARunThatFitsIsLeftAsItIs) {
   EXPECT_FALSE(p.changes_math);
 }
 
-// The least the tiers can bring `c` to: one layer prefetched, the device the two layers in
-// flight (and room for the cache's fragmentation), nothing on the host.
-double least_with_tiers(const Config& c) {
-  Config x = c;
-  x.runtime.tiers.prefetch_distance = 1;
-  x.runtime.tiers.host.bytes = "0";
-  for (size_t device = tier_cache_need(optimizer_state_specs(x.optim, model_param_tables(x.model)), 1);; device += device / 8) {
-    x.runtime.tiers.device.bytes = std::to_string(device);
-    try {
-      return process_memory(x).total();
-    } catch (const Error&) {   // the cache's fragmentation needs more
-    }
-  }
-}
+using asteria::testing::least_with_tiers;
 
 TEST(Placement, TierBudgetsFirstWithMoreInMemoryAsTheLimitGrows) {
   const Config c = small();
