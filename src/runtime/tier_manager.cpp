@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 
 #include "core/error.hpp"
+#include "core/memory_limits.hpp"
 
 namespace asteria {
 
@@ -22,22 +25,13 @@ TierManager::TierManager(TierLayout layout, Optimizer& opt, const std::string& d
     const std::vector<int>& ids = layout_.by_layer[l];
     ASTERIA_ASSERT(states.size() == ids.size(), "layer ", l, ": the optimizer has ", states.size(),
                    " state tensors, the tier layout ", ids.size());
-    int missing = 0;
     for (size_t k = 0; k < ids.size(); ++k) {
-      const TierState& s = layout_.states[ids[k]];
-      ASTERIA_ASSERT(states[k]->spec() == s.spec, "layer ", l, ": state '", states[k]->spec().name,
-                     "' differs from the tier layout's '", s.spec.name, "'");
+      ASTERIA_ASSERT(states[k]->spec() == layout_.states[ids[k]].spec, "layer ", l, ": state '", states[k]->spec().name,
+                     "' differs from the tier layout's '", layout_.states[ids[k]].spec.name, "'");
       tensors_[ids[k]] = states[k];
-      if (s.home == Tier::Device) {
-        states[k]->bind(reinterpret_cast<float*>(device_at(s.home_offset)));
-      } else {
-        states[k]->bind(nullptr);
-        ++missing;
-      }
     }
-    missing_[l] = missing;
   }
-  device_used_ = device_peak_ = layout_.device_home_bytes;
+  bind_homes();
   if (layout_.disk_bytes > 0) {
     disk_ = std::make_unique<DiskTierFile>(disk_file, layout_.disk_bytes, layout_.states.size());
     size_t largest = 0;
@@ -45,6 +39,23 @@ TierManager::TierManager(TierLayout layout, Optimizer& opt, const std::string& d
       if (s.home == Tier::Disk) largest = std::max(largest, page_round(s.spec.bytes()));
     bounce_ = BackendBuffer(backend_, largest, MemoryKind::PinnedHost);
   }
+}
+
+void TierManager::bind_homes() {
+  for (int l = 0; l < layout_.num_layers(); ++l) {
+    int missing = 0;
+    for (int id : layout_.by_layer[l]) {
+      const TierState& s = layout_.states[id];
+      if (s.home == Tier::Device) {
+        tensors_[id]->bind(reinterpret_cast<float*>(device_at(s.home_offset)));
+      } else {
+        tensors_[id]->bind(nullptr);
+        ++missing;
+      }
+    }
+    missing_[l] = missing;
+  }
+  device_used_ = device_peak_ = layout_.device_home_bytes;
 }
 
 void TierManager::device_copy(void* dst, const void* src, size_t bytes) {
@@ -157,6 +168,91 @@ void TierManager::copy_in(int id, const float* src) {
     std::memcpy(bounce_.data(), src, bytes);
     disk_->write(id, s.spec.name, s.home_offset, bounce_.data(), bytes);
   }
+}
+
+void TierManager::evict_visitors() {
+  std::vector<TierMove> evictions;
+  for (size_t id = 0; id < tensors_.size(); ++id)
+    if (layout_.states[id].home != Tier::Device && tensors_[id]->bound())
+      evictions.push_back({TierMove::Kind::Evict, static_cast<int>(id),
+                           static_cast<size_t>(reinterpret_cast<uint8_t*>(tensors_[id]->data()) - device_.data())});
+  run_moves(evictions);
+}
+
+std::string TierManager::relayout(TierLayout next, const std::string& disk_file, const std::string& spill_file) {
+  ASTERIA_ASSERT(next.states.size() == layout_.states.size(), "relayout: other states");
+  for (size_t id = 0; id < next.states.size(); ++id)
+    ASTERIA_ASSERT(next.states[id].spec == layout_.states[id].spec && next.states[id].layer == layout_.states[id].layer,
+                   "relayout: state ", id, " differs");
+  // The states in memory go to the spill file (a slot each, in id order); those on the disk
+  // tier stay in its file until they are read into their new home.
+  size_t largest = 0, spill_bytes = 0;
+  std::vector<size_t> spill_at(layout_.states.size(), 0);
+  for (size_t id = 0; id < layout_.states.size(); ++id) {
+    const size_t bytes = layout_.states[id].spec.bytes();
+    largest = std::max(largest, page_round(bytes));
+    if (layout_.states[id].home == Tier::Disk) continue;
+    spill_at[id] = spill_bytes;
+    spill_bytes += disk_slot_bytes(bytes);
+  }
+  const std::string dir = std::filesystem::path(disk_file).parent_path().string();
+  if (const std::optional<uint64_t> free = free_disk_bytes(dir); free && *free < spill_bytes + next.disk_bytes)
+    return "the disk tier's directory " + dir + " has " + std::to_string(*free) + " bytes free, the spill and the new "
+           "file need " + std::to_string(spill_bytes + next.disk_bytes);
+  evict_visitors();   // every state at its home now
+  // Pinned, page-aligned: direct I/O of states in device memory that is not host memory, and
+  // the copies between the two disk files.
+  BackendBuffer bounce(backend_, largest, MemoryKind::PinnedHost);
+  std::unique_ptr<DiskTierFile> spill;
+  if (spill_bytes > 0) try {
+    spill = std::make_unique<DiskTierFile>(spill_file, spill_bytes, layout_.states.size());
+    for (size_t id = 0; id < layout_.states.size(); ++id) {
+      const TierState& s = layout_.states[id];
+      const size_t bytes = s.spec.bytes();
+      if (s.home == Tier::Disk || bytes == 0) continue;
+      const uint8_t* src = s.home == Tier::Host ? host_.data() + s.home_offset : device_at(s.home_offset);
+      if (s.home == Tier::Device && !device_is_host_) {
+        device_copy(bounce.data(), src, bytes);
+        src = bounce.data();
+      }
+      spill->write(static_cast<int>(id), s.spec.name, spill_at[id], src, bytes);
+    }
+  } catch (const Error& e) {   // a full disk: nothing freed yet, every state at its home
+    planner_.reset();
+    return e.what();
+  }
+  // The point of no return: the old arenas go before the new ones are taken.
+  const TierLayout old = std::move(layout_);
+  std::unique_ptr<DiskTierFile> old_disk = std::move(disk_);
+  for (StateTensor* t : tensors_) t->bind(nullptr);
+  device_ = BackendBuffer();
+  host_ = BackendBuffer();
+  bounce_ = BackendBuffer();
+  layout_ = std::move(next);
+  device_ = BackendBuffer(backend_, layout_.device_home_bytes + layout_.device_cache_bytes, MemoryKind::Device);
+  host_ = BackendBuffer(backend_, layout_.host_bytes, MemoryKind::PinnedHost);
+  if (layout_.disk_bytes > 0) disk_ = std::make_unique<DiskTierFile>(disk_file, layout_.disk_bytes, layout_.states.size());
+  for (size_t id = 0; id < layout_.states.size(); ++id) {
+    const TierState &from = old.states[id], &to = layout_.states[id];
+    const size_t bytes = to.spec.bytes();
+    if (bytes == 0) continue;
+    // Read straight into the new home when the host can address it, else through the bounce.
+    const bool direct = to.home == Tier::Host || (to.home == Tier::Device && device_is_host_);
+    uint8_t* dst = !direct ? bounce.data() : to.home == Tier::Host ? host_.data() + to.home_offset : device_at(to.home_offset);
+    const int i = static_cast<int>(id);
+    if (from.home == Tier::Disk) old_disk->read(i, from.spec.name, from.home_offset, dst, bytes);
+    else spill->read(i, from.spec.name, spill_at[id], dst, bytes);
+    if (to.home == Tier::Device && !device_is_host_) device_copy(device_at(to.home_offset), dst, bytes);
+    if (to.home == Tier::Disk) disk_->write(i, to.spec.name, to.home_offset, dst, bytes);
+  }
+  // The disk tier's bounce: as large as its largest state.
+  size_t largest_on_disk = 0;
+  for (const TierState& s : layout_.states)
+    if (s.home == Tier::Disk) largest_on_disk = std::max(largest_on_disk, page_round(s.spec.bytes()));
+  if (largest_on_disk > 0) bounce_ = BackendBuffer(backend_, largest_on_disk, MemoryKind::PinnedHost);
+  bind_homes();
+  planner_.reset();
+  return "";
 }
 
 TierStats TierManager::take_stats() {

@@ -66,8 +66,22 @@ class TierManager {
   const float* memory_of(int id);
   const DiskTierFile* disk() const { return disk_.get(); }
 
+  // Re-placement under memory pressure (train/placement_watch.hpp), between steps (no tier op
+  // in flight): every state moves to where `next` homes it (the same states in the same order,
+  // other budgets), its bits unchanged. The states in memory are first written to `spill_file`
+  // and the arenas freed, so the process never holds the old and the new arenas at once; then
+  // the new arenas are allocated and every state read into its new home (`disk_file`: the new
+  // disk tier's file, a path other than the current one's). The device cache starts empty.
+  // Returns "" when done; why not, with everything as it was, when the disk has no room for
+  // the spill and the new file or the spill cannot be written. Later failures throw.
+  std::string relayout(TierLayout next, const std::string& disk_file, const std::string& spill_file);
+
  private:
   void run_moves(const std::vector<TierMove>& moves);
+  // Binds the states to the layout's device homes (the rest to nothing) and resets the counts.
+  void bind_homes();
+  // Every state visiting the device cache written back to its home tier and unbound.
+  void evict_visitors();
   uint8_t* device_at(size_t offset) { return device_.data() + offset; }
   // A copy between a device address and host memory (either way), complete on return.
   void device_copy(void* dst, const void* src, size_t bytes);

@@ -8,15 +8,17 @@
 
 namespace asteria {
 
-TierPlanner::TierPlanner(const TierLayout& layout)
-    : layout_(layout),
-      num_layers_(layout.num_layers()),
-      distance_(layout.options.prefetch_distance),
-      cache_(layout.device_cache_bytes),
-      offset_(layout.states.size(), -1),
-      load_op_(layout.num_layers(), -1) {
-  for (size_t id = 0; id < layout.states.size(); ++id)
-    if (layout.states[id].home == Tier::Device) offset_[id] = static_cast<int64_t>(layout.states[id].home_offset);
+TierPlanner::TierPlanner(const TierLayout& layout) : layout_(layout) { reset(); }
+
+void TierPlanner::reset() {
+  num_layers_ = layout_.num_layers();
+  distance_ = layout_.options.prefetch_distance;
+  cache_ = OffsetAllocator(layout_.device_cache_bytes);
+  offset_.assign(layout_.states.size(), -1);
+  load_op_.assign(layout_.num_layers(), -1);
+  moves_used_ = 0;
+  for (size_t id = 0; id < layout_.states.size(); ++id)
+    if (layout_.states[id].home == Tier::Device) offset_[id] = static_cast<int64_t>(layout_.states[id].home_offset);
 }
 
 std::vector<TierMove>& TierPlanner::next_move_list() {

@@ -35,6 +35,9 @@ struct TierMove {
 class TierPlanner final : public PlanContributor {
  public:
   explicit TierPlanner(const TierLayout& layout);
+  // Starts over from `layout` as it is now (the same object, changed by TierManager::relayout):
+  // the device cache empty, every state at its home.
+  void reset();
 
   void micro_begin(PlanBuilder& b, int micro) override;
   void optimizer(PlanBuilder& b, int layer) override;
@@ -57,8 +60,8 @@ class TierPlanner final : public PlanContributor {
   std::vector<TierMove>& next_move_list();
 
   const TierLayout& layout_;
-  int num_layers_;
-  int distance_;
+  int num_layers_ = 0;
+  int distance_ = 0;
   OffsetAllocator cache_;                 // the cache region, offsets from its start
   std::vector<int64_t> offset_;           // per state: device-arena offset, -1 when not on the device
   std::vector<std::vector<TierMove>> moves_;   // per tier op of the current plan (capacity reused)

@@ -20,11 +20,11 @@ TierOptions tier_options(const Config& cfg) {
   return o;
 }
 
-std::string disk_tier_file(const Config& cfg) {
+std::string disk_tier_file(const Config& cfg, const std::string& name) {
   const std::filesystem::path dir =
       cfg.runtime.tiers.disk.path.empty() ? std::filesystem::path(cfg.run.dir) / "tiers"
                                           : std::filesystem::path(cfg.runtime.tiers.disk.path);
-  return (dir / ("state-" + std::to_string(::getpid()) + ".bin")).string();
+  return (dir / ("state-" + std::to_string(::getpid()) + (name.empty() ? "" : "." + name) + ".bin")).string();
 }
 
 TierLayout configured_tier_layout(const Config& cfg, TierCheck check) {

@@ -11,8 +11,9 @@
 namespace asteria {
 
 TierOptions tier_options(const Config& cfg);
-// The disk tier's file of this process: <runtime.tiers.disk.path or run.dir/tiers>/state-<pid>.bin.
-std::string disk_tier_file(const Config& cfg);
+// The disk tier's file of this process: <runtime.tiers.disk.path or run.dir/tiers>/state-<pid>.bin,
+// state-<pid>.<name>.bin for another (`name`: the n-th re-placement's file, its spill file).
+std::string disk_tier_file(const Config& cfg, const std::string& name = "");
 // How a layout is checked: Planned, by planning steps until the device cache's moves repeat
 // (place_and_plan_states: what a run uses); Quick, placed only (place_states), with all of the
 // device budget beyond its homes counted as cache (what the planned layout may keep for the

@@ -101,6 +101,9 @@ struct Trainer::Impl {
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
   std::string resume_dir;                       // the checkpoint restored, or ""
   Placement placement;                          // what runtime.placement chose (cfg has it applied)
+  MemoryWatch memory_watch;                     // injected, or empty: the machine's
+  std::unique_ptr<PlacementWatch> placement_watch;   // placement and memory_limit auto: re-placed under pressure
+  double replan_s = 0;                          // this step's re-placement, if any
   ResumePoint resumed;
   ModelStepOps model_ops{cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute())};
   OptimizerStepOps optim_ops;
@@ -119,7 +122,7 @@ struct Trainer::Impl {
   double replica_check_s = 0;   // this step's check of the replicas (distributed.check_every), if any
 
   // Construction checks everything that can be wrong before anything is allocated or written.
-  Impl(const Config& c, Communicator* world_comm) : cfg(c) {
+  Impl(const Config& c, Communicator* world_comm, MemoryWatch memory) : cfg(c), memory_watch(std::move(memory)) {
     join_world(world_comm);
     place();
     resume_dir = check_run_dir(cfg, writer());
@@ -161,22 +164,57 @@ struct Trainer::Impl {
   }
 
   // runtime.placement auto: the run fitted to the memory it may use (train/placement.hpp), the
-  // same choice on every rank (planned against the smallest of their machines' limits).
+  // same choice on every rank (planned against the smallest of their machines' limits); with
+  // runtime.memory_limit auto, watched for memory taken or given back while the run goes on.
   void place() {
-    std::optional<uint64_t> smallest;
+    const int ranks_here = topo.uniform ? topo.ranks_per_node : 1;
+    const bool watched = cfg.runtime.placement == PlacementMode::Auto && cfg.runtime.memory_limit_auto();
+    if (watched && !memory_watch) memory_watch = machine_memory_watch(topo.ranks_per_node);
+    MemoryReading mine{memory_limit_bytes(cfg, topo.ranks_per_node), memory_limit_source(cfg, topo.ranks_per_node)};
+    if (watched) mine = memory_watch();
+    uint64_t limit = mine.limit;
     if (world > 1) {
       std::vector<double> limits(static_cast<size_t>(world), 0.0);
-      limits[static_cast<size_t>(rank)] = static_cast<double>(memory_limit_bytes(cfg, topo.ranks_per_node));
+      limits[static_cast<size_t>(rank)] = static_cast<double>(mine.limit);
       Request r = comm->all_reduce(limits.data(), limits.size(), "the ranks' memory limits");
       comm->wait(r);
       const double least = *std::min_element(limits.begin(), limits.end());
-      smallest = least >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(least);
+      limit = least >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(least);
+      mine.source += ", the smallest over the ranks' machines";
     }
-    const bool gpu_or_one = world == 1 || cfg.runtime.backend == BackendKind::Cuda;
-    placement = place_run(cfg, gpu_or_one ? 1 : world, topo.uniform ? topo.ranks_per_node : 1, smallest);
+    const int placed_world = world == 1 || cfg.runtime.backend == BackendKind::Cuda ? 1 : world;
+    const TiersConfig given_tiers = cfg.runtime.tiers;
+    placement = choose_placement(cfg, placement_inputs(cfg, placed_world, ranks_here, limit, mine.source));
     cfg = placement.cfg;
     model_ops = ModelStepOps(cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute()));
     if (writer()) std::fprintf(stderr, "asteria-train: %s\n", placement.describe().c_str());
+    if (watched) placement_watch = std::make_unique<PlacementWatch>(placement, given_tiers, memory_watch, placed_world, ranks_here);
+  }
+
+  // Between steps: the tiers placed again when the memory the run may use has fallen below what
+  // it needs, or come back (train/placement_watch.hpp). The state's bits never change. A disk
+  // without room for the move leaves the placement as it is, said once per attempt.
+  void adapt_placement() {
+    if (!placement_watch) return;
+    std::optional<Placement> next = placement_watch->check(placement);
+    if (!next) return;
+    Timer t;
+    const int n = placement_watch->replans();
+    const std::string why_not = tiers->relayout(configured_tier_layout(next->cfg, sharding->owned_tables()),
+                                                disk_tier_file(cfg, std::to_string(n)), disk_tier_file(cfg, "spill"));
+    const std::string who = world > 1 ? "rank " + std::to_string(rank) + ": " : "";
+    if (!why_not.empty()) {
+      std::fprintf(stderr, "asteria-train: %sbefore step %lld: the memory limit is now %s (%s), but the optimizer state "
+                   "could not be moved: %s; the placement stays\n", who.c_str(), static_cast<long long>(step),
+                   human_bytes(static_cast<double>(next->limit)).c_str(), next->limit_source.c_str(), why_not.c_str());
+      return;
+    }
+    placement = std::move(*next);
+    cfg.runtime.tiers = placement.cfg.runtime.tiers;
+    replan_s = t.seconds();
+    std::fprintf(stderr, "asteria-train: %sbefore step %lld: re-placed in %.1f s (re-plan %d), %s%s\n", who.c_str(),
+                 static_cast<long long>(step), replan_s, n, placement.describe().c_str(),
+                 placement.fits ? "" : "\n  (it does not fit even so: the run goes on and may be stopped by the kernel)");
   }
 
   void open_data() {
@@ -374,6 +412,10 @@ struct Trainer::Impl {
     if (shadow) shadow->record_metrics(m, *executor);
     target->record_metrics(m);
     tiers->record_metrics(m, *executor);
+    if (placement_watch) {
+      m.sum("placement_replans", placement_watch->replans());
+      if (replan_s > 0) m.local("placement_replan_s", std::exchange(replan_s, 0.0));
+    }
     m.reduce([this](double* data, size_t count) {
       Request r = comm->all_reduce(data, count, "the metrics of step " + std::to_string(step));
       comm->wait(r);
@@ -446,6 +488,7 @@ struct Trainer::Impl {
     double timed_tokens = 0, timed_seconds = 0, energy_j_total = 0;
     const int64_t last = cfg.train.stop_after > 0 ? std::min(cfg.train.stop_after, cfg.train.steps) : cfg.train.steps;
     for (step = resumed.step + 1; step <= last; ++step) {
+      if (step > resumed.step + 1) adapt_placement();   // before the step's plan is built
       lr = lr_at(step, cfg.optim.lr, cfg.train);
       builder.build({step, model->num_layers(), cfg.train.grad_accum}, plan);
       loss_sum = 0;
@@ -526,7 +569,8 @@ struct Trainer::Impl {
   }
 };
 
-Trainer::Trainer(const Config& cfg, Communicator* world) : impl_(std::make_unique<Impl>(cfg, world)) {}
+Trainer::Trainer(const Config& cfg, Communicator* world, MemoryWatch memory)
+    : impl_(std::make_unique<Impl>(cfg, world, std::move(memory))) {}
 Trainer::~Trainer() = default;
 TrainResult Trainer::run() { return impl_->run(); }
 std::vector<float> Trainer::final_params(int layer) const {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "train/placement_watch.hpp"
 
 namespace asteria {
 
@@ -47,7 +48,10 @@ class Communicator;
 
 class Trainer {
  public:
-  explicit Trainer(const Config& cfg, Communicator* world = nullptr);
+  // memory: the memory limit as runtime.placement auto reads it at startup and at every step
+  // boundary (with runtime.memory_limit auto; train/placement_watch.hpp); empty: the machine's.
+  // Tests inject one that changes during the run.
+  explicit Trainer(const Config& cfg, Communicator* world = nullptr, MemoryWatch memory = {});
   ~Trainer();
   TrainResult run();
 

@@ -1,10 +1,13 @@
 // runtime.placement auto in real runs: a memory limit that makes the placement put optimizer
 // state on the disk tier, and then also recompute activations and chunk the LM head, trains to
 // the same bits as the run with everything in memory (those choices never change the math), and
-// the choice is in run_info.json with its reasons.
+// the choice is in run_info.json with its reasons. Memory taken by another process during the run
+// (an injected limit that falls, then comes back) moves optimizer state to the disk tier and back
+// at step boundaries, with the same bits.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "train/estimates/placement.hpp"
@@ -40,6 +43,27 @@ uint64_t limit_for(const Config& c, double fraction) {
   return static_cast<uint64_t>((all - fraction * (all - asteria::testing::least_with_tiers(c))) / kPlacementFill);
 }
 
+// A memory limit that changes at step boundaries: the k-th reading (the startup's first, then one
+// before each step after the first) gives limits[k]; the last repeats.
+MemoryWatch scripted(std::vector<uint64_t> limits) {
+  auto calls = std::make_shared<size_t>(0);
+  return [limits, calls]() {
+    const size_t k = std::min((*calls)++, limits.size() - 1);
+    return MemoryReading{limits[k], "the test's reading " + std::to_string(k)};
+  };
+}
+
+std::vector<float> train_watched(const Config& cfg, MemoryWatch watch) {
+  Trainer t(cfg, nullptr, std::move(watch));
+  t.run();
+  std::vector<float> all;
+  for (int l = 0; l < t.num_layers(); ++l) {
+    const std::vector<float> p = t.final_params(l);
+    all.insert(all.end(), p.begin(), p.end());
+  }
+  return all;
+}
+
 }  // namespace
 
 TEST_F(PlacedRun, TiersThenRecomputeTrainToTheSameBitsAndSaySo) {
@@ -63,5 +87,30 @@ TEST_F(PlacedRun, TiersThenRecomputeTrainToTheSameBitsAndSaySo) {
       EXPECT_FALSE(info["parts"][i]["reason"].get<std::string>().empty());
     }
     EXPECT_LE(info["need_bytes"].get<double>(), kPlacementFill * static_cast<double>(limit));
+  }
+}
+
+TEST_F(PlacedRun, MemoryTakenDuringTheRunMovesStateToDiskAndBackWithTheSameBits) {
+  const std::vector<float> in_memory = train_params(config({"runtime.placement=manual"}));
+  const Config cfg = config({});
+  const uint64_t plenty = 4 * limit_for(cfg, 0);
+  // 0.5: the tiers alone make room; 1.3: not even all optimizer state on disk fits (the run
+  // goes on with the least the tiers reach).
+  for (double fraction : {0.5, 1.3}) {
+    SCOPED_TRACE(fraction);
+    const uint64_t pressed = limit_for(cfg, fraction);
+    // Readings: startup, before step 2, 3, 4, 5, 6: pressed before steps 3 and 4.
+    const std::vector<float> params = train_watched(cfg, scripted({plenty, plenty, pressed, pressed, plenty, plenty}));
+    EXPECT_TRUE(same_bits(in_memory, params));
+    const std::vector<nlohmann::json> lines = asteria::testing::metrics_lines(dir.file("run"));
+    ASSERT_EQ(lines.size(), 6u);
+    const std::vector<int> replans = {0, 0, 1, 1, 2, 2};
+    for (size_t i = 0; i < lines.size(); ++i) {
+      SCOPED_TRACE(lines[i].dump());
+      EXPECT_EQ(lines[i]["placement_replans"].get<int>(), replans[i]);
+      const bool on_disk = i == 2 || i == 3;
+      EXPECT_EQ(lines[i]["tier_bytes"]["disk"].get<uint64_t>() > 0, on_disk);
+      EXPECT_EQ(lines[i].contains("placement_replan_s"), i == 2 || i == 4);
+    }
   }
 }

@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -136,57 +138,83 @@ class StateOnlyOptimizer final : public Optimizer {
 
 float initial(int id, size_t i) { return static_cast<float>(id * 1000 + static_cast<int>(i % 97)); }
 
+
+// A tier manager over the StateOnlyOptimizer with a plan whose optim_step(l) adds l + 1 to each
+// of layer l's states (reading and writing them through the backend, as a device step would).
+// Every state starts as initial(id, i), filled through copy_in.
+struct SteppedTiers {
+  Backend& backend;
+  StateOnlyOptimizer opt;
+  TierManager tiers;
+  Executor ex;
+  std::unique_ptr<Stream> stream;
+  std::vector<float> scratch;
+  ModelStepOps model_ops{false};
+  OptimizerStepOps optim_ops;
+  PlanBuilder builder;
+  Plan plan;
+  int step = 0;
+
+  SteppedTiers(Backend& b, TierLayout layout, const std::string& disk_file)
+      : backend(b), tiers(std::move(layout), opt, disk_file, b), stream(b.create_stream(StreamPriority::Normal)) {
+    const TierLayout& l = tiers.layout();
+    for (size_t id = 0; id < l.states.size(); ++id) {
+      std::vector<float> v(l.states[id].spec.count);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = initial(static_cast<int>(id), i);
+      tiers.copy_in(static_cast<int>(id), v.data());
+    }
+    for (int k = 0; k < kNumOpKinds; ++k) ex.bind(static_cast<OpKind>(k), [](const Op&) {});
+    tiers.bind(ex);
+    ex.bind(OpKind::OptimStep, [this](const Op& op) {
+      for (StateTensor* t : opt.layer_states(op.layer)) {
+        scratch.resize(t->size());
+        backend.copy(scratch.data(), t->data(), t->size() * sizeof(float), *stream);
+        stream->synchronize();
+        for (float& x : scratch) x += static_cast<float>(op.layer + 1);
+        backend.copy(t->data(), scratch.data(), t->size() * sizeof(float), *stream);
+        stream->synchronize();
+      }
+    });
+    builder.add_contributor(&model_ops);
+    builder.add_contributor(&tiers.planner());
+    builder.add_contributor(&optim_ops);
+    tiers.take_stats();
+  }
+  TierStats run_step() {
+    builder.build({++step, kLayers, 1}, plan);
+    ex.run(plan);
+    return tiers.take_stats();
+  }
+  std::vector<std::vector<float>> read_all() {
+    std::vector<std::vector<float>> out;
+    for (size_t id = 0; id < tiers.layout().states.size(); ++id) {
+      out.emplace_back(tiers.layout().states[id].spec.count);
+      tiers.copy_out(static_cast<int>(id), out.back().data());
+    }
+    return out;
+  }
+  // Every state as `step` steps leave it.
+  void expect_stepped(const std::string& when) {
+    const std::vector<std::vector<float>> state = read_all();
+    for (size_t id = 0; id < state.size(); ++id) {
+      const int layer = tiers.layout().states[id].layer;
+      for (size_t i = 0; i < state[id].size(); ++i)
+        ASSERT_EQ(state[id][i], initial(static_cast<int>(id), i) + step * (layer + 1))
+            << tiers.layout().states[id].spec.name << "[" << i << "] " << when;
+    }
+  }
+};
+
 struct Outcome {
   std::vector<std::vector<float>> state;   // per state id, read back with copy_out
   std::vector<TierStats> stats;            // per step
 };
 
-// Fills every state through copy_in, runs `steps` plans whose optim_step(l) adds l + 1 to each of
-// layer l's states (reading and writing them through the backend, as a device step would), and
-// reads everything back through copy_out.
 Outcome run_steps(Backend& backend, int steps, const std::string& disk_file) {
-  StateOnlyOptimizer opt;
-  TierManager tiers(three_tier_layout(), opt, disk_file, backend);
-  const TierLayout& layout = tiers.layout();
-  for (size_t id = 0; id < layout.states.size(); ++id) {
-    std::vector<float> v(layout.states[id].spec.count);
-    for (size_t i = 0; i < v.size(); ++i) v[i] = initial(static_cast<int>(id), i);
-    tiers.copy_in(static_cast<int>(id), v.data());
-  }
-  Executor ex;
-  for (int k = 0; k < kNumOpKinds; ++k) ex.bind(static_cast<OpKind>(k), [](const Op&) {});
-  tiers.bind(ex);
-  auto stream = backend.create_stream(StreamPriority::Normal);
-  std::vector<float> scratch;
-  ex.bind(OpKind::OptimStep, [&](const Op& op) {
-    for (StateTensor* t : opt.layer_states(op.layer)) {
-      scratch.resize(t->size());
-      backend.copy(scratch.data(), t->data(), t->size() * sizeof(float), *stream);
-      stream->synchronize();
-      for (float& x : scratch) x += static_cast<float>(op.layer + 1);
-      backend.copy(t->data(), scratch.data(), t->size() * sizeof(float), *stream);
-      stream->synchronize();
-    }
-  });
-  TierPlanner& planner = tiers.planner();
-  ModelStepOps model_ops{false};
-  OptimizerStepOps optim_ops;
-  PlanBuilder builder;
-  builder.add_contributor(&model_ops);
-  builder.add_contributor(&planner);
-  builder.add_contributor(&optim_ops);
+  SteppedTiers run(backend, three_tier_layout(), disk_file);
   Outcome out;
-  Plan plan;
-  tiers.take_stats();
-  for (int step = 1; step <= steps; ++step) {
-    builder.build({step, kLayers, 1}, plan);
-    ex.run(plan);
-    out.stats.push_back(tiers.take_stats());
-  }
-  for (size_t id = 0; id < layout.states.size(); ++id) {
-    out.state.emplace_back(layout.states[id].spec.count);
-    tiers.copy_out(static_cast<int>(id), out.state.back().data());
-  }
+  for (int step = 1; step <= steps; ++step) out.stats.push_back(run.run_step());
+  out.state = run.read_all();
   return out;
 }
 
@@ -260,6 +288,48 @@ TEST(TierManager, MemoryOfIsNeverDeviceMemoryTheHostCannotRead) {
         for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(p[i], v[i]) << layout.states[id].spec.name << "[" << i << "]";
       }
     }
+  }
+}
+
+TEST(TierManager, RelayoutBetweenStepsMovesEveryStateAndKeepsItsBits) {
+  asteria::testing::TempDir dir("tier-relayout");
+  ScrambledDeviceBackend dev;
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  TierOptions all_in_memory, all_on_disk;
+  all_on_disk.budget = {0, 0, kUnbounded};
+  all_on_disk.prefetch_distance = 0;
+  all_on_disk.budget[0] = tier_cache_need(state_specs(), 0);
+  for (Backend* backend : {static_cast<Backend*>(&dev), cpu.get()}) {
+    SCOPED_TRACE(backend->name());
+    SteppedTiers run(*backend, three_tier_layout(), dir.file("state.bin"));
+    run.run_step();
+    run.run_step();   // the cache holds visitors from the last step
+    ASSERT_EQ(run.tiers.relayout(place_and_plan_states(state_specs(), all_in_memory), dir.file("state.1.bin"),
+                                 dir.file("spill.bin")), "");
+    EXPECT_EQ(run.tiers.disk(), nullptr);
+    EXPECT_FALSE(run.tiers.layout().moves());
+    EXPECT_FALSE(std::filesystem::exists(dir.file("state.bin")));
+    EXPECT_FALSE(std::filesystem::exists(dir.file("spill.bin")));
+    run.expect_stepped("after moving all into memory");
+    const TierStats in_memory = run.run_step();
+    EXPECT_EQ(in_memory.disk_to_device + in_memory.host_to_device, 0u);
+    // A spill that cannot be written (a file is where its directory should be) changes nothing.
+    std::ofstream(dir.file("blocker")) << "not a directory";
+    EXPECT_NE(run.tiers.relayout(three_tier_layout(), dir.file("state.x.bin"), dir.file("blocker/spill.bin")), "");
+    EXPECT_FALSE(run.tiers.layout().moves());
+    run.run_step();
+    run.expect_stepped("after a relayout that failed");
+    ASSERT_EQ(run.tiers.relayout(place_and_plan_states(state_specs(), all_on_disk), dir.file("state.2.bin"),
+                                 dir.file("spill.bin")), "");
+    ASSERT_NE(run.tiers.disk(), nullptr);
+    EXPECT_EQ(run.tiers.disk()->path(), dir.file("state.2.bin"));
+    run.expect_stepped("after moving all to disk");
+    const TierStats on_disk = run.run_step();
+    EXPECT_GT(on_disk.disk_to_device, 0u);
+    EXPECT_LE(on_disk.device_peak, all_on_disk.budget[0]);
+    ASSERT_EQ(run.tiers.relayout(three_tier_layout(), dir.file("state.3.bin"), dir.file("spill.bin")), "");
+    run.run_step();
+    run.expect_stepped("back in all three tiers");
   }
 }
 

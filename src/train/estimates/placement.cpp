@@ -67,9 +67,8 @@ class Chooser {
   // (everything on disk but the cache of the layers in flight) does not fit. `least` gets the
   // smallest need seen.
   bool fit_tiers(Config& c, std::vector<PlacementPart>& parts, double& least) const {
-    const bool budgets_given = c.was_given("runtime.tiers.device.bytes") || c.was_given("runtime.tiers.host.bytes");
     MemoryEstimate e;
-    if (budgets_given) {   // the config's budgets; an error in them is the config's
+    if (budgets_given(c)) {   // the config's budgets; an error in them is the config's
       least = in_.estimate(c, TierCheck::Quick).total();
       return fits(c);
     }
@@ -82,8 +81,7 @@ class Chooser {
     }
     const double all_in_memory = least = e.total();
     const int configured = c.runtime.tiers.prefetch_distance;
-    const int lowest = c.was_given("runtime.tiers.prefetch_distance") ? configured : std::min(configured, 1);
-    for (int d = configured; d >= lowest; --d) {
+    for (int d = configured; d >= lowest_distance(c); --d) {
       Config x = c;
       x.runtime.tiers.prefetch_distance = d;
       x.runtime.tiers.host.bytes = "0";
@@ -96,14 +94,36 @@ class Chooser {
       x.runtime.tiers.host.bytes = mib_text(host);
       if (!plans(x, e)) continue;
       c = x;
-      std::ostringstream v;
-      v << "device " << x.runtime.tiers.device.bytes << ", host " << x.runtime.tiers.host.bytes
-        << ", disk " << human_bytes(e.optimizer_on_disk) << " (" << disk_tier_dir(c) << "); prefetch_distance " << d;
-      parts.push_back({"runtime.tiers", v.str(),
+      parts.push_back({"runtime.tiers", tiers_text(c, e),
                        "all optimizer state in memory needs " + human_bytes(all_in_memory) + "; the hot state (moments, "
                        "factors) stays in memory first, then the rest, beside the cache of the " + std::to_string(d + 1) +
                        " layers in flight"});
       return true;
+    }
+    return false;
+  }
+
+  // The least memory the tiers alone reach: every optimizer state on the disk tier but the
+  // cache of the fewest layers in flight (raised while its fragmentation needs more room);
+  // what a running process does when nothing fits. False when the config's own budgets rule.
+  bool least_tiers(Config& c, std::vector<PlacementPart>& parts) const {
+    if (budgets_given(c)) return false;
+    const int d = lowest_distance(c);
+    c.runtime.tiers.prefetch_distance = d;
+    c.runtime.tiers.host.bytes = mib_text(0);
+    uint64_t device = round_up(sizes_.cache_need(d));
+    for (int i = 0; i < 16; ++i) {
+      c.runtime.tiers.device.bytes = mib_text(device);
+      try {
+        const MemoryEstimate e = in_.estimate(c, TierCheck::Planned);
+        parts.push_back({"runtime.tiers", tiers_text(c, e),
+                         "the least the tiers reach: all optimizer state on disk but the cache of the " +
+                             std::to_string(d + 1) + " layers in flight; the run needs " + human_bytes(e.total()) +
+                             " and may go over its limit"});
+        return true;
+      } catch (const Error&) {   // the cache's fragmentation needs more room
+        device = round_up(device / 8 * 9);
+      }
     }
     return false;
   }
@@ -146,6 +166,21 @@ class Chooser {
       (fits_at(x, key, mid) ? lo : hi) = mid;
     }
     return lo;
+  }
+
+  static bool budgets_given(const Config& c) {
+    return c.was_given("runtime.tiers.device.bytes") || c.was_given("runtime.tiers.host.bytes");
+  }
+  static int lowest_distance(const Config& c) {
+    const int configured = c.runtime.tiers.prefetch_distance;
+    return c.was_given("runtime.tiers.prefetch_distance") ? configured : std::min(configured, 1);
+  }
+  static std::string tiers_text(const Config& c, const MemoryEstimate& e) {
+    std::ostringstream v;
+    v << "device " << c.runtime.tiers.device.bytes << ", host " << c.runtime.tiers.host.bytes << ", disk "
+      << human_bytes(e.optimizer_on_disk) << " (" << disk_tier_dir(c) << "); prefetch_distance "
+      << c.runtime.tiers.prefetch_distance;
+    return v.str();
   }
 
   static std::string disk_tier_dir(const Config& c) {
@@ -268,6 +303,42 @@ Placement choose_placement(const Config& cfg, const PlacementInputs& in) {
   return p;
 }
 
+Placement replace_tiers(const Placement& running, const TiersConfig& given, const PlacementInputs& in) {
+  Placement p = running;
+  p.limit = in.limit;
+  p.limit_source = in.limit_source;
+  p.fits = true;
+  Config c = running.cfg;
+  c.runtime.tiers = given;
+  const Chooser chooser(c, in);
+  std::vector<PlacementPart> tier_part;
+  double least = 0;
+  if (!chooser.fits(c) && !chooser.fit_tiers(c, tier_part, least)) {
+    tier_part.clear();
+    if (!chooser.least_tiers(c, tier_part)) c.runtime.tiers = running.cfg.runtime.tiers;   // the config's own
+    p.fits = false;
+  }
+  // The parts: the new tiers' first, then the rest of the running placement's.
+  p.parts = tier_part;
+  for (const PlacementPart& part : running.parts)
+    if (part.key != "runtime.tiers") p.parts.push_back(part);
+  p.cfg = c;
+  p.need = in.estimate(c, TierCheck::Planned);
+  return p;
+}
+
+PlacementInputs placement_inputs(const Config& cfg, int world, int ranks_per_node, uint64_t limit, std::string limit_source) {
+  PlacementInputs in;
+  in.limit = limit;
+  in.limit_source = std::move(limit_source);
+  in.estimate = [world, ranks_per_node](const Config& c, TierCheck check) {
+    return world == 1 || c.runtime.backend == BackendKind::Cuda ? process_memory(c, check)
+                                                                : rank_memory(c, world, ranks_per_node, check);
+  };
+  in.disk_free = free_disk_bytes(std::filesystem::path(disk_tier_file(cfg)).parent_path().string());
+  return in;
+}
+
 Placement place_for_planning(const Config& cfg) {
   const int world = std::max(1, cfg.distributed.world_size);
   const int per_node = cfg.distributed.ranks_per_node > 0 ? cfg.distributed.ranks_per_node : world;
@@ -295,15 +366,10 @@ nlohmann::json placement_json(const Placement& p) {
 }
 
 Placement place_run(const Config& cfg, int world, int ranks_per_node, std::optional<uint64_t> limit_override) {
-  PlacementInputs in;
-  in.limit = limit_override ? *limit_override : memory_limit_bytes(cfg, ranks_per_node);
-  in.limit_source = memory_limit_source(cfg, ranks_per_node) + (limit_override ? ", the smallest over the ranks' machines" : "");
-  in.estimate = [world, ranks_per_node](const Config& c, TierCheck check) {
-    return world == 1 || c.runtime.backend == BackendKind::Cuda ? process_memory(c, check)
-                                                                : rank_memory(c, world, ranks_per_node, check);
-  };
-  in.disk_free = free_disk_bytes(std::filesystem::path(disk_tier_file(cfg)).parent_path().string());
-  return choose_placement(cfg, in);
+  return choose_placement(
+      cfg, placement_inputs(cfg, world, ranks_per_node,
+                            limit_override ? *limit_override : memory_limit_bytes(cfg, ranks_per_node),
+                            memory_limit_source(cfg, ranks_per_node) + (limit_override ? ", the smallest over the ranks' machines" : "")));
 }
 
 }  // namespace asteria

@@ -49,6 +49,7 @@ struct Placement {
   uint64_t limit = 0;                // the memory limit planned against (UINT64_MAX: none)
   std::string limit_source;
   bool changes_math = false;         // steps 4 or 5 were taken
+  bool fits = true;                  // false only from replace_tiers: not even all on disk fits
   // One line per part, for the startup and --dry-run.
   std::string describe() const;
 };
@@ -64,6 +65,17 @@ struct PlacementInputs {
 // The choice for `cfg` against `in` (a pure function of its inputs: tests inject the limit).
 // Throws asteria::Error naming the config, the bytes needed and the limit when nothing fits.
 Placement choose_placement(const Config& cfg, const PlacementInputs& in);
+
+// A running process placed again (train/placement_watch.hpp): only the tier budgets and the
+// prefetch distance are chosen again, for in.limit, starting from `given` (the config's own
+// runtime.tiers); everything else of `running` is built and stays. Never fails for want of
+// memory: when not even all optimizer state on the disk tier fits, that is the choice and
+// `fits` is false.
+Placement replace_tiers(const Placement& running, const TiersConfig& given, const PlacementInputs& in);
+
+// The inputs of a placement for a process of a launch of `world` ranks, `ranks_per_node` on its
+// machine, against `limit` (from `limit_source`).
+PlacementInputs placement_inputs(const Config& cfg, int world, int ranks_per_node, uint64_t limit, std::string limit_source);
 
 // The choice for a process of a launch of `world` ranks, `ranks_per_node` on its machine, with
 // the memory limit of this machine (runtime.memory_limit) or `limit_override` when given (the

@@ -1,0 +1,52 @@
+#pragma once
+// runtime.placement auto while a run goes on (docs/training.md "Placement"): memory that another
+// process takes, or gives back, after startup. At every step boundary the memory limit is read
+// again (a MemoryWatch); when it has fallen so far that the running placement's need no longer
+// fits kPlacementFill of it, the tier budgets are chosen again (more optimizer state on the disk
+// tier), and when it has come back so that more of the state fits in memory, again the other
+// way (train/estimates/placement.hpp replace_tiers). Only the tiers change, never the math: a
+// pressured run's parameters are bit-identical to an unpressured one's. The trainer moves the
+// state (runtime/tier_manager.hpp relayout) and counts the re-plans (placement_replans).
+//
+// Hysteresis, so that the limit's noise moves no state: down only once the limit is 5% below
+// the one the running placement was planned against, up only once it is 10% above it (and only
+// when the running tiers hold less in memory than the config's own).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/memory_limits.hpp"
+#include "train/estimates/placement.hpp"
+
+namespace asteria {
+
+struct MemoryReading {
+  uint64_t limit = UINT64_MAX;   // what this process may use now, what it holds itself counted in
+  std::string source;
+};
+using MemoryWatch = std::function<MemoryReading()>;
+
+// The machine's limit now: each source of core/memory_limits.hpp (shared ones divided among
+// `ranks_on_machine`) plus this process's own part of what the source counts (its resident
+// bytes; its address space for RLIMIT_AS), the smallest.
+MemoryWatch machine_memory_watch(int ranks_on_machine, MemoryProbe probe = {});
+
+class PlacementWatch {
+ public:
+  // given: the config's own runtime.tiers; world, ranks_per_node: as the startup placement's.
+  PlacementWatch(const Placement& running, TiersConfig given, MemoryWatch watch, int world, int ranks_per_node);
+
+  // Between steps: the placement the run should switch to, or nothing.
+  std::optional<Placement> check(const Placement& running);
+  int replans() const { return replans_; }
+
+ private:
+  TiersConfig given_;
+  MemoryWatch watch_;
+  int world_, ranks_per_node_;
+  double planned_;   // the limit the running tiers were chosen for
+  int replans_ = 0;
+};
+
+}  // namespace asteria
