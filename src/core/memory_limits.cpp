@@ -104,6 +104,8 @@ MemoryLimits find_memory_limits(const MemoryProbe& probe) {
     if (auto s = cgroup_room(root / "sys/fs/cgroup/memory", *path, "memory.limit_in_bytes", "memory.usage_in_bytes",
                              "cgroup v1"))
       m.sources.push_back(*s);
+  const uint64_t resident = read_kib_field(root / "proc/self/status", "VmRSS").value_or(0);
+  for (MemorySource& s : m.sources) s.own = resident;
   uint64_t as_limit = RLIM_INFINITY;
   if (probe.address_space) {
     as_limit = *probe.address_space;
@@ -112,7 +114,7 @@ MemoryLimits find_memory_limits(const MemoryProbe& probe) {
   }
   if (as_limit != RLIM_INFINITY) {
     const uint64_t size = read_kib_field(root / "proc/self/status", "VmSize").value_or(0);
-    m.sources.push_back({"RLIMIT_AS", as_limit > size ? as_limit - size : 0, "getrlimit(RLIMIT_AS) - VmSize", false});
+    m.sources.push_back({"RLIMIT_AS", as_limit > size ? as_limit - size : 0, "getrlimit(RLIMIT_AS) - VmSize", false, size});
   }
   return m;
 }

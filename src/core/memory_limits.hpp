@@ -8,6 +8,7 @@
 //                  cgroup (older systems)
 //   RLIMIT_AS      the address-space limit (ulimit -v) minus the process's current VmSize: per
 //                  process, not shared
+// Each source also says how much of what it counts the process holds itself (/proc/self/status).
 // A source that is absent or says "no limit" is left out. The files are read under `root`
 // ("" = the real /proc and /sys; tests give a directory laid out like them).
 #include <cstdint>
@@ -22,6 +23,8 @@ struct MemorySource {
   uint64_t bytes = 0;   // what this source leaves the process (or the processes sharing it)
   std::string where;    // the file or call it came from, for messages
   bool shared = true;   // shared by the processes of the machine (or of the cgroup); false: per process
+  uint64_t own = 0;     // what this process holds of what the source counts (VmRSS; VmSize for
+                        // RLIMIT_AS): with `bytes`, the limit of a process that is already running
 };
 
 struct MemoryProbe {

@@ -1,28 +1,11 @@
 #include "train/placement_watch.hpp"
 
-#include <unistd.h>
-
-#include <fstream>
-
 namespace asteria {
 
 namespace {
 
 constexpr double kDownBelow = 0.95;   // of the planned limit
 constexpr double kUpAbove = 1.10;
-
-struct OwnUse {
-  uint64_t resident = 0, address_space = 0;
-};
-
-// /proc/self/statm: size and resident, in pages.
-OwnUse own_use(const std::string& root) {
-  std::ifstream in(root + "/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  in >> size >> resident;
-  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  return {resident * page, size * page};
-}
 
 bool same_tiers(const TiersConfig& a, const TiersConfig& b) {
   return a.device.bytes == b.device.bytes && a.host.bytes == b.host.bytes && a.prefetch_distance == b.prefetch_distance;
@@ -33,13 +16,10 @@ bool same_tiers(const TiersConfig& a, const TiersConfig& b) {
 MemoryWatch machine_memory_watch(int ranks_on_machine, MemoryProbe probe) {
   return [ranks_on_machine, probe]() {
     const MemoryLimits limits = find_memory_limits(probe);
-    const OwnUse own = own_use(probe.root);
     MemoryReading r;
-    for (const MemorySource& s : limits.sources) {
-      const uint64_t mine = s.shared ? own.resident : own.address_space;
-      const uint64_t limit = limits.per_process(s, ranks_on_machine) + mine;
-      if (limit < r.limit) r = {limit, s.name + " (" + s.where + ") now, with this process's own " + human_bytes(static_cast<double>(mine))};
-    }
+    for (const MemorySource& s : limits.sources)
+      if (const uint64_t limit = limits.per_process(s, ranks_on_machine) + s.own; limit < r.limit)
+        r = {limit, s.name + " (" + s.where + ") now, with the " + human_bytes(static_cast<double>(s.own)) + " this process holds"};
     return r;
   };
 }

@@ -28,8 +28,7 @@ struct MemoryReading {
 using MemoryWatch = std::function<MemoryReading()>;
 
 // The machine's limit now: each source of core/memory_limits.hpp (shared ones divided among
-// `ranks_on_machine`) plus this process's own part of what the source counts (its resident
-// bytes; its address space for RLIMIT_AS), the smallest.
+// `ranks_on_machine`) plus what this process holds of what the source counts, the smallest.
 MemoryWatch machine_memory_watch(int ranks_on_machine, MemoryProbe probe = {});
 
 class PlacementWatch {
