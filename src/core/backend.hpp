@@ -147,4 +147,11 @@ int cuda_device_count();
 // The CUDA backend on `device`; throws with the reason when cuda_backend_available is false.
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
 
+// The free and total memory of CUDA device `device` now (cudaMemGetInfo: what other processes
+// and this one hold is already taken), or false with the reason in *why.
+struct DeviceMemory {
+  uint64_t free = 0, total = 0;
+};
+bool cuda_device_memory(int device, DeviceMemory* out, std::string* why = nullptr);
+
 }  // namespace asteria

@@ -13,6 +13,8 @@ bool cuda_backend_available(std::string* why) {
 
 int cuda_device_count() { return 0; }
 
+bool cuda_device_memory(int, DeviceMemory*, std::string* why) { return cuda_backend_available(why); }
+
 std::unique_ptr<Backend> make_cuda_backend(int) {
   std::string why;
   cuda_backend_available(&why);

@@ -104,8 +104,8 @@ MemoryLimits find_memory_limits(const MemoryProbe& probe) {
     if (auto s = cgroup_room(root / "sys/fs/cgroup/memory", *path, "memory.limit_in_bytes", "memory.usage_in_bytes",
                              "cgroup v1"))
       m.sources.push_back(*s);
-  const uint64_t resident = read_kib_field(root / "proc/self/status", "VmRSS").value_or(0);
-  for (MemorySource& s : m.sources) s.own = resident;
+  m.resident = read_kib_field(root / "proc/self/status", "VmRSS").value_or(0);
+  for (MemorySource& s : m.sources) s.own = m.resident;
   uint64_t as_limit = RLIM_INFINITY;
   if (probe.address_space) {
     as_limit = *probe.address_space;

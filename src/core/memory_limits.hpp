@@ -34,6 +34,7 @@ struct MemoryProbe {
 
 struct MemoryLimits {
   std::vector<MemorySource> sources;
+  uint64_t resident = 0;   // this process's VmRSS now (0: unknown)
   // The smallest share of one process of `processes` sharing the machine (shared sources
   // divided among them), or null when no source limits anything.
   const MemorySource* binding(int processes) const;

@@ -1,11 +1,16 @@
 #include "train/placement_watch.hpp"
 
+#include <algorithm>
+
 namespace asteria {
 
 namespace {
 
 constexpr double kDownBelow = 0.95;   // of the planned limit
 constexpr double kUpAbove = 1.10;
+// The need that is pressed: 95% of the limit, halfway into the headroom the placement keeps (the
+// estimate runs a few percent under the peak RSS, so a need at the limit is already too late).
+constexpr double kPressed = 0.95;
 
 bool same_tiers(const TiersConfig& a, const TiersConfig& b) {
   return a.device.bytes == b.device.bytes && a.host.bytes == b.host.bytes && a.prefetch_distance == b.prefetch_distance;
@@ -20,6 +25,7 @@ MemoryWatch machine_memory_watch(int ranks_on_machine, MemoryProbe probe) {
     for (const MemorySource& s : limits.sources)
       if (const uint64_t limit = limits.per_process(s, ranks_on_machine) + s.own; limit < r.limit)
         r = {limit, s.name + " (" + s.where + ") now, with the " + human_bytes(static_cast<double>(s.own)) + " this process holds"};
+    r.held = limits.resident;
     return r;
   };
 }
@@ -29,20 +35,29 @@ PlacementWatch::PlacementWatch(const Placement& running, TiersConfig given, Memo
       watch_(std::move(watch)),
       world_(world),
       ranks_per_node_(ranks_per_node),
-      planned_(static_cast<double>(running.limit)) {}
+      planned_(static_cast<double>(running.limit)),
+      start_(planned_) {}
 
 std::optional<Placement> PlacementWatch::check(const Placement& running) {
   const MemoryReading now = watch_();
   if (now.limit == UINT64_MAX) return std::nullopt;
   const double limit = static_cast<double>(now.limit);
-  const bool down = limit < kDownBelow * planned_ && running.need.total() > kPlacementFill * limit;
-  const bool up = limit > kUpAbove * planned_ && !same_tiers(running.cfg.runtime.tiers, given_);
+  // What the process really holds per byte of its estimate (never less than 1).
+  const double held_per_estimated = std::max(1.0, static_cast<double>(now.held) / running.need.total());
+  const bool down = limit < kDownBelow * planned_ && held_per_estimated * running.need.total() > kPressed * limit;
+  // Up once 10% above the planned limit, or back at the startup's (a dip of 5% that has passed).
+  const bool up = limit >= std::min(kUpAbove * planned_, start_) && limit > planned_ &&
+                  !same_tiers(running.cfg.runtime.tiers, given_);
   if (!down && !up) return std::nullopt;
   planned_ = limit;
+  const auto estimated_limit = static_cast<uint64_t>(limit / held_per_estimated);
+  std::string source = now.source;
+  if (held_per_estimated > 1.0)
+    source += "; planned as " + human_bytes(static_cast<double>(estimated_limit)) + " of estimate, since the process holds " +
+              std::to_string(held_per_estimated).substr(0, 5) + "x its estimate";
   Placement next = replace_tiers(running, given_,
-                                 placement_inputs(running.cfg, world_, ranks_per_node_, now.limit, now.source));
+                                 placement_inputs(running.cfg, world_, ranks_per_node_, estimated_limit, source));
   if (same_tiers(next.cfg.runtime.tiers, running.cfg.runtime.tiers)) return std::nullopt;
-  ++replans_;
   return next;
 }
 

@@ -1,16 +1,22 @@
 #pragma once
 // runtime.placement auto while a run goes on (docs/training.md "Placement"): memory that another
 // process takes, or gives back, after startup. At every step boundary the memory limit is read
-// again (a MemoryWatch); when it has fallen so far that the running placement's need no longer
-// fits kPlacementFill of it, the tier budgets are chosen again (more optimizer state on the disk
+// again (a MemoryWatch); when it has fallen so far that the running placement's need is above
+// 95% of it, the tier budgets are chosen again (more optimizer state on the disk
 // tier), and when it has come back so that more of the state fits in memory, again the other
 // way (train/estimates/placement.hpp replace_tiers). Only the tiers change, never the math: a
 // pressured run's parameters are bit-identical to an unpressured one's. The trainer moves the
 // state (runtime/tier_manager.hpp relayout) and counts the re-plans (placement_replans).
 //
+// The estimate a placement is planned with runs under what the process really holds (by 4% at
+// OLMo-1B, by a quarter for small models, whose libraries and buffers weigh more): a running
+// process knows better. Its need is taken as the larger of the estimate and what it holds, and
+// the tiers are chosen against the limit scaled down by the same ratio, so that what the new
+// placement really holds fits.
+//
 // Hysteresis, so that the limit's noise moves no state: down only once the limit is 5% below
-// the one the running placement was planned against, up only once it is 10% above it (and only
-// when the running tiers hold less in memory than the config's own).
+// the one the running placement was planned against, up only once it is 10% above it or back at
+// the startup's limit (and only when the running tiers hold less in memory than the config's own).
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -24,6 +30,7 @@ namespace asteria {
 struct MemoryReading {
   uint64_t limit = UINT64_MAX;   // what this process may use now, what it holds itself counted in
   std::string source;
+  uint64_t held = 0;             // what it holds now (VmRSS); 0: unknown
 };
 using MemoryWatch = std::function<MemoryReading()>;
 
@@ -36,16 +43,17 @@ class PlacementWatch {
   // given: the config's own runtime.tiers; world, ranks_per_node: as the startup placement's.
   PlacementWatch(const Placement& running, TiersConfig given, MemoryWatch watch, int world, int ranks_per_node);
 
-  // Between steps: the placement the run should switch to, or nothing.
+  // Between steps: the placement the run should switch to, or nothing. Asked once per change of
+  // the limit past the hysteresis: a switch the caller cannot make is not asked again until the
+  // limit changes that much once more.
   std::optional<Placement> check(const Placement& running);
-  int replans() const { return replans_; }
 
  private:
   TiersConfig given_;
   MemoryWatch watch_;
   int world_, ranks_per_node_;
   double planned_;   // the limit the running tiers were chosen for
-  int replans_ = 0;
+  double start_;     // the startup's
 };
 
 }  // namespace asteria

@@ -103,6 +103,7 @@ struct Trainer::Impl {
   Placement placement;                          // what runtime.placement chose (cfg has it applied)
   MemoryWatch memory_watch;                     // injected, or empty: the machine's
   std::unique_ptr<PlacementWatch> placement_watch;   // placement and memory_limit auto: re-placed under pressure
+  int replans = 0;                              // re-placements made
   double replan_s = 0;                          // this step's re-placement, if any
   ResumePoint resumed;
   ModelStepOps model_ops{cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute())};
@@ -199,9 +200,8 @@ struct Trainer::Impl {
     std::optional<Placement> next = placement_watch->check(placement);
     if (!next) return;
     Timer t;
-    const int n = placement_watch->replans();
     const std::string why_not = tiers->relayout(configured_tier_layout(next->cfg, sharding->owned_tables()),
-                                                disk_tier_file(cfg, std::to_string(n)), disk_tier_file(cfg, "spill"));
+                                                disk_tier_file(cfg, std::to_string(replans + 1)), disk_tier_file(cfg, "spill"));
     const std::string who = world > 1 ? "rank " + std::to_string(rank) + ": " : "";
     if (!why_not.empty()) {
       std::fprintf(stderr, "asteria-train: %sbefore step %lld: the memory limit is now %s (%s), but the optimizer state "
@@ -211,9 +211,10 @@ struct Trainer::Impl {
     }
     placement = std::move(*next);
     cfg.runtime.tiers = placement.cfg.runtime.tiers;
+    ++replans;
     replan_s = t.seconds();
     std::fprintf(stderr, "asteria-train: %sbefore step %lld: re-placed in %.1f s (re-plan %d), %s%s\n", who.c_str(),
-                 static_cast<long long>(step), replan_s, n, placement.describe().c_str(),
+                 static_cast<long long>(step), replan_s, replans, placement.describe().c_str(),
                  placement.fits ? "" : "\n  (it does not fit even so: the run goes on and may be stopped by the kernel)");
   }
 
@@ -413,7 +414,7 @@ struct Trainer::Impl {
     target->record_metrics(m);
     tiers->record_metrics(m, *executor);
     if (placement_watch) {
-      m.sum("placement_replans", placement_watch->replans());
+      m.sum("placement_replans", replans);
       if (replan_s > 0) m.local("placement_replan_s", std::exchange(replan_s, 0.0));
     }
     m.reduce([this](double* data, size_t count) {

@@ -117,6 +117,23 @@ int cuda_device_count() {
   return n;
 }
 
+bool cuda_device_memory(int device, DeviceMemory* out, std::string* why) {
+  if (!cuda_backend_available(why)) return false;
+  size_t free = 0, total = 0;
+  int current = 0;
+  cudaError_t e = cudaGetDevice(&current);
+  if (e == cudaSuccess) e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaMemGetInfo(&free, &total);
+  cudaSetDevice(current);
+  if (e != cudaSuccess) {
+    if (why) *why = std::string("cudaMemGetInfo on device ") + std::to_string(device) + ": " + cudaGetErrorString(e);
+    cudaGetLastError();
+    return false;
+  }
+  *out = {free, total};
+  return true;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   std::string why;
   ASTERIA_CHECK(cuda_backend_available(&why), why);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/cpu/blas_kernels.hpp"
+#include "core/backend.hpp"
 #include "core/memory_limits.hpp"
 
 #include "model/model.hpp"
@@ -298,6 +299,16 @@ void limits_section(std::ostream& os, const Config& cfg, const MemoryEstimate& m
     os << "  " << src.name << std::string(src.name.size() < 14 ? 14 - src.name.size() : 1, ' ')
        << human_bytes(static_cast<double>(src.bytes)) << "  (" << src.where << (src.shared ? "" : ", per process")
        << (&src == binds && cfg.runtime.memory_limit_auto() ? "; binds" : "") << ")\n";
+  // On the GPU the device tier, the parameters and the activations live in device memory.
+  if (cfg.runtime.backend == BackendKind::Cuda) {
+    DeviceMemory dev;
+    std::string why;
+    if (cuda_device_memory(0, &dev, &why))
+      os << "  CUDA device 0  " << human_bytes(static_cast<double>(dev.free)) << " free of "
+         << human_bytes(static_cast<double>(dev.total)) << "  (cudaMemGetInfo; device memory, beside these host limits)\n";
+    else
+      os << "  CUDA device 0  unknown  (" << why << ")\n";
+  }
   const std::string disk = disk_tier_file(cfg);
   const std::string dir = std::filesystem::path(disk).parent_path().string();
   const std::optional<uint64_t> free = free_disk_bytes(dir);

@@ -18,8 +18,8 @@ std::string Placement::describe() const {
   os << "placement (runtime.placement " << to_string(cfg.runtime.placement) << "): needs about " << human_bytes(need.total())
      << " of " << (limit == UINT64_MAX ? std::string("no limit") : human_bytes(static_cast<double>(limit)) + " (" + limit_source + ")");
   if (parts.empty()) os << "; as configured";
-  for (const PlacementPart& p : parts) os << "\n  " << p.key << ": " << p.value << " -- " << p.reason;
-  if (changes_math) os << "\n  (these choices change the run's arithmetic: see train/placement.hpp)";
+  for (const PlacementPart& p : parts)
+    os << "\n  " << p.key << ": " << p.value << " -- " << p.reason << (p.changes_math ? " [changes the arithmetic]" : "");
   return os.str();
 }
 
@@ -195,7 +195,6 @@ class Chooser {
 // A change to try, cheapest first: applies itself to `c` and says what it did, or returns false
 // when it does not apply (its keys given, or nothing left to lower).
 struct Move {
-  bool changes_math;
   std::function<bool(Config& c, PlacementPart& part)> apply;
 };
 
@@ -204,7 +203,7 @@ std::vector<Move> moves() {
   auto recompute_free = [](const Config& c) {
     return !c.was_given("train.activation_recompute") && !c.was_given("train.recompute_every_k");
   };
-  m.push_back({false, [=](Config& c, PlacementPart& p) {
+  m.push_back({[=](Config& c, PlacementPart& p) {
                  if (!recompute_free(c) || c.train.activation_recompute != ActivationRecompute::Mode::None) return false;
                  c.train.activation_recompute = ActivationRecompute::Mode::EveryK;
                  c.train.recompute_every_k = 2;
@@ -212,16 +211,19 @@ std::vector<Move> moves() {
                       "every other block keeps only its input and runs its forward again for its backward"};
                  return true;
                }});
-  m.push_back({false, [=](Config& c, PlacementPart& p) {
+  m.push_back({[=](Config& c, PlacementPart& p) {
                  if (!recompute_free(c) || c.train.activation_recompute == ActivationRecompute::Mode::Blocks) return false;
                  c.train.activation_recompute = ActivationRecompute::Mode::Blocks;
                  p = {"train.activation_recompute", "blocks", "every block runs its forward again for its backward"};
                  return true;
                }});
-  m.push_back({false, [](Config& c, PlacementPart& p) {
+  m.push_back({[](Config& c, PlacementPart& p) {
                  if (c.was_given("model.head_chunk") || c.model.head_chunk == 256) return false;
                  c.model.head_chunk = 256;
-                 p = {"model.head_chunk", "256", "the LM head's logits 256 rows at a time, not the whole micro-batch's"};
+                 // The head's weight gradient is then summed chunk by chunk: other rounding, once
+                 // the micro-batch has more rows than a chunk.
+                 p = {"model.head_chunk", "256", "the LM head's logits 256 rows at a time, not the whole micro-batch's",
+                      256 < c.train.micro_batch * c.model.seq_len};
                  return true;
                }});
   auto shadow_in_flight = [](const Config& c) {
@@ -229,27 +231,27 @@ std::vector<Move> moves() {
     return c.runtime.mode == RuntimeMode::Asteria && c.optim.name != OptimizerKind::AdamW && sync < c.train.steps &&
            !c.was_given("runtime.shadow.delay") && !c.was_given("runtime.shadow.sync_steps");
   };
-  m.push_back({true, [=](Config& c, PlacementPart& p) {
+  m.push_back({[=](Config& c, PlacementPart& p) {
                  if (!shadow_in_flight(c) || c.runtime.shadow.delay <= 2) return false;
                  c.runtime.shadow.delay = 2;
-                 p = {"runtime.shadow.delay", "2", "fewer refreshes in flight (each holds its fp64 factors and bases)"};
+                 p = {"runtime.shadow.delay", "2", "fewer refreshes in flight (each holds its fp64 factors and bases)", true};
                  return true;
                }});
-  m.push_back({true, [=](Config& c, PlacementPart& p) {
+  m.push_back({[=](Config& c, PlacementPart& p) {
                  if (!shadow_in_flight(c)) return false;
                  c.runtime.shadow.sync_steps = c.train.steps;
                  p = {"runtime.shadow.sync_steps", std::to_string(c.train.steps),
-                      "every refresh runs at its step (staggered), none in flight: the shadow pipeline's state does not fit"};
+                      "every refresh runs at its step (staggered), none in flight: the shadow pipeline's state does not fit", true};
                  return true;
                }});
-  m.push_back({true, [](Config& c, PlacementPart& p) {
+  m.push_back({[](Config& c, PlacementPart& p) {
                  const int mb = c.train.micro_batch;
                  if (mb <= 1) return false;
                  const int next = mb % 2 == 0 ? mb / 2 : 1;
                  c.train.grad_accum *= mb / next;
                  c.train.micro_batch = next;
                  p = {"train.micro_batch", std::to_string(next) + " x grad_accum " + std::to_string(c.train.grad_accum),
-                      "a smaller micro-batch, more of them: the global batch is unchanged, the sums' order is not"};
+                      "a smaller micro-batch, more of them: the global batch is unchanged, the sums' order is not", true};
                  return true;
                }});
   return m;
@@ -279,7 +281,7 @@ Placement choose_placement(const Config& cfg, const PlacementInputs& in) {
     while (!ok && m.apply(c, part)) {
       part.reason += " (" + human_bytes(least) + " needed before it)";
       taken.push_back(part);
-      p.changes_math = p.changes_math || m.changes_math;
+      p.changes_math = p.changes_math || part.changes_math;
       tier_part.clear();
       ok = chooser.fit_tiers(c, tier_part, least);
       if (part.key != "train.micro_batch") break;
@@ -356,7 +358,8 @@ Placement place_for_planning(const Config& cfg) {
 
 nlohmann::json placement_json(const Placement& p) {
   nlohmann::json parts = nlohmann::json::array();
-  for (const PlacementPart& part : p.parts) parts.push_back({{"key", part.key}, {"value", part.value}, {"reason", part.reason}});
+  for (const PlacementPart& part : p.parts)
+    parts.push_back({{"key", part.key}, {"value", part.value}, {"reason", part.reason}, {"changes_math", part.changes_math}});
   return {{"mode", to_string(p.cfg.runtime.placement)},
           {"limit_bytes", p.limit == UINT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(p.limit)},
           {"limit_source", p.limit_source},

@@ -14,8 +14,9 @@
 //      then every refresh synchronous: runtime.shadow.sync_steps = train.steps);
 //   5. a smaller micro-batch with more accumulation (train.micro_batch x train.grad_accum, the
 //      global batch, never changes).
-// Steps 1 to 3 change no bit of the results (placement and recompute never change the math);
-// 4 and 5 do, and say so. A key the config gives explicitly is never changed (it overrides the
+// Steps 1 and 2 change no bit of the results (placement and recompute never change the math);
+// 3 does once a micro-batch has more rows than a chunk (the head's weight gradient is summed
+// chunk by chunk), 4 and 5 always do; each part says so. A key the config gives explicitly is never changed (it overrides the
 // choice); runtime.placement manual changes nothing. What cannot fit even with all optimizer
 // state on disk and every step taken is refused with the bytes.
 #include <cstdint>
@@ -40,6 +41,7 @@ struct PlacementPart {
   std::string key;      // the config key (or section) chosen
   std::string value;    // what it was set to
   std::string reason;   // why, in words
+  bool changes_math = false;   // the run's arithmetic differs (another order of sums, ...)
 };
 
 struct Placement {
@@ -48,7 +50,7 @@ struct Placement {
   MemoryEstimate need;               // cfg's estimate
   uint64_t limit = 0;                // the memory limit planned against (UINT64_MAX: none)
   std::string limit_source;
-  bool changes_math = false;         // steps 4 or 5 were taken
+  bool changes_math = false;         // a part that changes the arithmetic was taken
   bool fits = true;                  // false only from replace_tiers: not even all on disk fits
   // One line per part, for the startup and --dry-run.
   std::string describe() const;
