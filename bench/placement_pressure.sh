@@ -46,17 +46,19 @@ cleanup() {
   rmdir "$CG" 2>/dev/null || true
 }
 trap cleanup EXIT
-in_cgroup() { bash -c "echo \$\$ > '$CG/cgroup.procs' && exec \"\$@\"" in_cgroup "$@"; }
+# A command started in the cgroup: this bash moves itself there and execs it (the same pid).
+in_cgroup=(bash -c 'echo $$ > "$0" && exec "$@"' "$CG/cgroup.procs")
 lines() { [[ -f $RAW/pressed/metrics.jsonl ]] && wc -l < "$RAW/pressed/metrics.jsonl" || echo 0; }
 
-in_cgroup build/bin/asteria-train --config configs/bench-small-soap.yaml "${sets[@]}" --set run.dir="$RAW/pressed" \
+rm -rf "$RAW/pressed"
+"${in_cgroup[@]}" build/bin/asteria-train --config configs/bench-small-soap.yaml "${sets[@]}" --set run.dir="$RAW/pressed" \
   > "$RAW/pressed.log" 2>&1 &
 train_pid=$!
 while (( $(lines) < HOG_AT )) && kill -0 "$train_pid" 2>/dev/null; do sleep 0.05; done
 # The other process: the cgroup's room but SLACK, every page touched, held until killed.
 if [[ $VERSION == v1 ]]; then used=$(cat "$CG/memory.usage_in_bytes"); else used=$(cat "$CG/memory.current"); fi
 HOG=$(( $(bytes "$LIMIT") - used - $(bytes "$SLACK") ))
-in_cgroup /usr/bin/python3 -c '
+"${in_cgroup[@]}" /usr/bin/python3 -c '
 import sys, time
 b = bytearray(int(sys.argv[1]))
 for i in range(0, len(b), 4096): b[i] = 1
