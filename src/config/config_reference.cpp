@@ -132,7 +132,8 @@ const std::map<std::string, std::string> kMeanings = {
     {"runtime.placement",
      "auto: the tier budgets and prefetch distance, activation recompute, model.head_chunk, the shadow pipeline's "
      "refreshes in flight and, last, the micro-batch (global batch kept) chosen at startup to fit runtime.memory_limit "
-     "(keys the config gives are kept); manual: the config's keys as they are"},
+     "(keys the config gives are kept); with runtime.memory_limit auto the tier budgets are chosen again between steps "
+     "when memory is taken or given back (the results' bits unchanged); manual: the config's keys as they are"},
     // distributed
     {"distributed.fsdp", "full (sharded over all ranks), hybrid (sharded in a node, replicated across), none (replicated)"},
     {"distributed.world_size",
