@@ -53,17 +53,6 @@ MemoryWatch scripted(std::vector<uint64_t> limits) {
   };
 }
 
-std::vector<float> train_watched(const Config& cfg, MemoryWatch watch) {
-  Trainer t(cfg, nullptr, std::move(watch));
-  t.run();
-  std::vector<float> all;
-  for (int l = 0; l < t.num_layers(); ++l) {
-    const std::vector<float> p = t.final_params(l);
-    all.insert(all.end(), p.begin(), p.end());
-  }
-  return all;
-}
-
 }  // namespace
 
 TEST_F(PlacedRun, TiersThenRecomputeTrainToTheSameBitsAndSaySo) {
@@ -100,7 +89,7 @@ TEST_F(PlacedRun, MemoryTakenDuringTheRunMovesStateToDiskAndBackWithTheSameBits)
     SCOPED_TRACE(fraction);
     const uint64_t pressed = limit_for(cfg, fraction);
     // Readings: startup, before step 2, 3, 4, 5, 6: pressed before steps 3 and 4.
-    const std::vector<float> params = train_watched(cfg, scripted({plenty, plenty, pressed, pressed, plenty, plenty}));
+    const std::vector<float> params = train_params(cfg, scripted({plenty, plenty, pressed, pressed, plenty, plenty}));
     EXPECT_TRUE(same_bits(in_memory, params));
     const std::vector<nlohmann::json> lines = asteria::testing::metrics_lines(dir.file("run"));
     ASSERT_EQ(lines.size(), 6u);

@@ -49,9 +49,10 @@ inline std::vector<std::string> quarter_host_rest_disk(const Config& cfg, size_t
           "runtime.tiers.host.bytes=" + std::to_string(total / 4), "runtime.tiers.prefetch_distance=0"};
 }
 
-// Trains `cfg` and returns the final parameters of all layers, concatenated.
-inline std::vector<float> train_params(const Config& cfg) {
-  Trainer t(cfg);
+// Trains `cfg` and returns the final parameters of all layers, concatenated. memory: the limit
+// runtime.placement auto reads (empty: the machine's).
+inline std::vector<float> train_params(const Config& cfg, MemoryWatch memory = {}) {
+  Trainer t(cfg, nullptr, std::move(memory));
   t.run();
   std::vector<float> all;
   for (int l = 0; l < t.num_layers(); ++l) {
