@@ -171,8 +171,8 @@ struct Trainer::Impl {
     const int ranks_here = topo.uniform ? topo.ranks_per_node : 1;
     const bool watched = cfg.runtime.placement == PlacementMode::Auto && cfg.runtime.memory_limit_auto();
     if (watched && !memory_watch) memory_watch = machine_memory_watch(topo.ranks_per_node);
-    MemoryReading mine{memory_limit_bytes(cfg, topo.ranks_per_node), memory_limit_source(cfg, topo.ranks_per_node)};
-    if (watched) mine = memory_watch();
+    MemoryReading mine = watched ? memory_watch()
+                                 : MemoryReading{memory_limit_bytes(cfg, topo.ranks_per_node), memory_limit_source(cfg, topo.ranks_per_node)};
     uint64_t limit = mine.limit;
     if (world > 1) {
       std::vector<double> limits(static_cast<size_t>(world), 0.0);

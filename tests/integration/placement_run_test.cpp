@@ -62,7 +62,7 @@ TEST_F(PlacedRun, TiersThenRecomputeTrainToTheSameBitsAndSaySo) {
     SCOPED_TRACE(fraction);
     const uint64_t limit = limit_for(config({}), fraction);
     const Config cfg = config({"runtime.memory_limit=" + std::to_string(limit)});
-    const Placement expected = choose_placement(cfg, {limit, "", [](const Config& c, TierCheck t) { return process_memory(c, t); }, {}});
+    const Placement expected = choose_placement(cfg, asteria::testing::one_process_inputs(limit));
     ASSERT_FALSE(expected.parts.empty());
     EXPECT_EQ(expected.parts[0].key, "runtime.tiers");
     EXPECT_FALSE(expected.changes_math) << expected.describe();

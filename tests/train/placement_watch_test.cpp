@@ -43,13 +43,7 @@ Config small() {
                           {"optim.name=soap", "train.steps=20", "run.dir=/tmp/placement-watch-test"});
 }
 
-PlacementInputs inputs(uint64_t limit) {
-  PlacementInputs in;
-  in.limit = limit;
-  in.limit_source = "start";
-  in.estimate = [](const Config& c, TierCheck check) { return process_memory(c, check); };
-  return in;
-}
+PlacementInputs inputs(uint64_t limit) { return asteria::testing::one_process_inputs(limit); }
 
 TEST(PlacementWatch, ReplacesOnlyTheTiersAndOnlyPastTheHysteresis) {
   const Config cfg = small();

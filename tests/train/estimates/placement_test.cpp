@@ -28,13 +28,7 @@ Config small(std::vector<std::string> sets = {}) {
   return load_config_text("model:\n  preset: tiny\n  n_layers: 8\n  d_model: 128\n  mlp_hidden: 512\n", "small.yaml", all);
 }
 
-PlacementInputs inputs(uint64_t limit) {
-  PlacementInputs in;
-  in.limit = limit;
-  in.limit_source = "test limit";
-  in.estimate = [](const Config& c, TierCheck check) { return process_memory(c, check); };
-  return in;
-}
+PlacementInputs inputs(uint64_t limit) { return asteria::testing::one_process_inputs(limit); }
 
 double unplaced_need(const Config& c) { return process_memory(c).total(); }
 

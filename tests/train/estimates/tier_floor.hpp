@@ -8,9 +8,19 @@
 #include "model/model.hpp"
 #include "optim/optimizer_factory.hpp"
 #include "train/estimates/memory_estimate.hpp"
+#include "train/estimates/placement.hpp"
 #include "train/tier_config.hpp"
 
 namespace asteria::testing {
+
+// A placement of one process against `limit` (the estimate of the config as it goes, no disk bound).
+inline PlacementInputs one_process_inputs(uint64_t limit) {
+  PlacementInputs in;
+  in.limit = limit;
+  in.limit_source = "test limit";
+  in.estimate = [](const Config& c, TierCheck check) { return process_memory(c, check); };
+  return in;
+}
 
 inline double least_with_tiers(const Config& c) {
   Config x = c;
