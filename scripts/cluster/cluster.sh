@@ -130,8 +130,9 @@ up() {
     ip -n "$ns" addr add "$ip/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
-    # TCP gives up on an unreachable peer after ~25 s of retransmissions (the default, 15 retries,
-    # is ~15 minutes): mpirun then declares a host behind a dead link lost instead of waiting on it.
+    # TCP gives up on an unreachable peer after 25.4 s of retransmissions at the shortest timeout,
+    # up to twice that under load (the default, 15 retries, is ~15 minutes): mpirun then declares
+    # a host behind a dead link lost instead of waiting on it.
     ip netns exec "$ns" sysctl -qw net.ipv4.tcp_retries2=6
     if [[ -n $rate ]]; then
       # The host's egress: a token bucket at RATE (bursts of 1 ms of traffic, at least 64 KiB).
@@ -217,8 +218,9 @@ case $cmd in
     [[ -f $STATE/env.sh ]] || die "no cluster: run 'cluster.sh up N' first"
     # shellcheck disable=SC1091
     source "$STATE/env.sh"
-    # Over the cluster's links only; a lost host's daemon is noticed within about 40 s (TCP
-    # keepalive on idle connections; tcp_retries2 on busy ones, set by `up`), so mpirun ends
+    # Over the cluster's links only; a lost host's daemon is noticed within about 40 s on an idle
+    # connection (TCP keepalive) and 25-51 s after mpirun sends it something (tcp_retries2, set by
+    # `up`; the longer when load stretches the retransmission timeout), so mpirun ends
     # instead of waiting on a host it cannot reach.
     # --bind-to none: every host's daemon would bind its ranks to the same cores of this one
     # machine.

@@ -8,8 +8,9 @@
 #   3. kill -9 of every rank of one host mid-run: the job ends within distributed.timeout_s + 30 s
 #      naming the host, the newest checkpoint is intact, and resuming it on both hosts ends on the
 #      losses of an uninterrupted run, bit for bit;
-#   4. one host's link down mid-run: the job ends within distributed.timeout_s + 30 s, the message
-#      naming the collective and the hosts of its ranks;
+#   4. one host's link down mid-run: every rank ends within distributed.timeout_s + 30 s, the
+#      message naming the collective and the hosts of its ranks, and mpirun once TCP gives up on
+#      the unreachable host (within timeout_s + 60 s);
 #   5. 30 % of one host's packets lost: the run completes with the same losses, and the stall
 #      shows in comm_wait_s.
 # Needs root (network namespaces); exits 77 (skipped) without.
@@ -54,6 +55,13 @@ sum_of() {  # RUN_DIR KEY: the sum over the steps
   /usr/bin/python3 -c "import json,sys; print(sum(json.loads(l).get(sys.argv[2], 0) for l in open(sys.argv[1] + '/metrics.jsonl')))" "$1" "$2"
 }
 step_of() { tail -n 1 "$1/metrics.jsonl" 2>/dev/null | grep -oE '"step":[0-9]+' | cut -d: -f2; }
+ranks_alive() {  # RUN_DIR: whether an asteria-train of that run still lives, on any host
+  local p
+  for p in $(pgrep -x asteria-train); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "run.dir=$1 " && return 0
+  done
+  return 1
+}
 wait_step() {  # RUN_DIR STEP PID: until the run has written STEP (or its mpirun ended)
   local i
   for ((i = 0; i < 600; i++)); do
@@ -117,15 +125,26 @@ job=$!
 wait_step "$WORK/linkdown" 3 "$job" || fail "the link-down run did not reach step 3: $(tail -5 "$WORK/linkdown.log")"
 t=$SECONDS
 "$CLUSTER" link node2 down
+ranks_took=""
+while kill -0 "$job" 2>/dev/null; do   # the ranks on both hosts (one machine: pgrep sees them all)
+  [[ -z $ranks_took ]] && ! ranks_alive "$WORK/linkdown" && ranks_took=$((SECONDS - t))
+  sleep 0.2
+done
 rc=0
 wait "$job" || rc=$?
 took=$((SECONDS - t))
 "$CLUSTER" link node2 up
 ((rc != 0)) || fail "the job whose host lost its link exited 0"
-((took <= 10 + 30)) || fail "the job took $took s to end after node2's link went down (bound: timeout_s + 30 = 40 s)"
+ranks_took=${ranks_took:-$took}
+# Asteria's bound: every rank, on either side of the dead link, ends within timeout_s + 10 s.
+((ranks_took <= 10 + 30)) || fail "the ranks took $ranks_took s to end after node2's link went down (bound: timeout_s + 30 = 40 s)"
+# mpirun's own end waits for TCP to give up on the unreachable host's daemon: tcp_retries2 6 is
+# 25.4 s from the kill order at the shortest retransmission timeout and up to twice that when load
+# stretches the timeout (docs/multi-node.md), so the launcher's bound is timeout_s + 60 s.
+((took <= 10 + 60)) || fail "mpirun took $took s to end after node2's link went down (bound: timeout_s + 60 = 70 s)"
 grep -qE "rank 0: .* did not complete within distributed.timeout_s = 10 s: a rank of .*node2.* died, stalled or lost its link" \
   "$WORK/linkdown.log" || fail "no message naming the collective and node2: $(grep -v '^step' "$WORK/linkdown.log" | head -8)"
-say "4. node2's link down: the job ended in $took s: $(grep -m1 -oE 'rank 0: .* lost its link' "$WORK/linkdown.log") ($((SECONDS - T0)) s)"
+say "4. node2's link down: the ranks ended in $ranks_took s, mpirun in $took s: $(grep -m1 -oE 'rank 0: .* lost its link' "$WORK/linkdown.log") ($((SECONDS - T0)) s)"
 
 # --- 5. 30 % of node2's packets lost
 LOSSY=(--set train.steps=6 --set distributed.fsdp=hybrid --set checkpoint.enabled=false --set distributed.timeout_s=120)
