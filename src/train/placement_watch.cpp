@@ -55,8 +55,11 @@ std::optional<Placement> PlacementWatch::check(const Placement& running) {
   if (held_per_estimated > 1.0)
     source += "; planned as " + human_bytes(static_cast<double>(estimated_limit)) + " of estimate, since the process holds " +
               std::to_string(held_per_estimated).substr(0, 5) + "x its estimate";
-  Placement next = replace_tiers(running, given_,
-                                 placement_inputs(running.cfg, world_, ranks_per_node_, estimated_limit, source));
+  PlacementInputs in = placement_inputs(running.cfg, world_, ranks_per_node_, estimated_limit, source);
+  // The GPU's free memory now leaves out what the run already holds there: its device tier, fixed
+  // at startup, is not re-planned (host memory is what other processes take).
+  in.device_free.reset();
+  Placement next = replace_tiers(running, given_, in);
   if (same_tiers(next.cfg.runtime.tiers, running.cfg.runtime.tiers)) return std::nullopt;
   return next;
 }

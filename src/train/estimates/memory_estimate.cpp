@@ -104,10 +104,10 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   return m;
 }
 
-MemoryEstimate device_memory(const Config& cfg) {
+MemoryEstimate device_memory(const Config& cfg, TierCheck tier_check) {
   MemoryEstimate m;
   m.params = m.grads = static_cast<double>(count_params(cfg.model).total) * sizeof(float);
-  const TierLayout layout = configured_tier_layout(cfg);
+  const TierLayout layout = configured_tier_layout(cfg, tier_check);
   m.optimizer = static_cast<double>(layout.device_home_bytes + layout.device_cache_bytes);
   m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute()));
   return m;

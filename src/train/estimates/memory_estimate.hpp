@@ -37,7 +37,7 @@ MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node, Tie
 // What one GPU holds with runtime.backend cuda (each rank's, with several): fp32 parameters and
 // gradients, the device tier's optimizer state (its homes and cache region) and the activations
 // of one micro-batch (refresh_work 0: the device's scratch is not counted).
-MemoryEstimate device_memory(const Config& cfg);
+MemoryEstimate device_memory(const Config& cfg, TierCheck tiers = TierCheck::Planned);
 // Throws asteria::Error, naming the config, the device, the bytes needed by part and the device's
 // free bytes, when `need` exceeds them: the startup check of a GPU run, before it allocates.
 void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t free_bytes, const std::string& device);

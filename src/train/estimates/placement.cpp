@@ -1,10 +1,12 @@
 #include "train/estimates/placement.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 
+#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/memory_limits.hpp"
 #include "model/model.hpp"
@@ -55,11 +57,30 @@ class Chooser {
       return false;   // budgets that cannot hold the layers in flight
     }
     if (need) *need = e;
-    return fits_need(e);
+    return fits_need(e) && fits_device(c, check);
   }
   bool fits_need(const MemoryEstimate& e) const {
     if (in_.disk_free && e.optimizer_on_disk > 0.95 * static_cast<double>(*in_.disk_free)) return false;
     return e.total() <= target_;
+  }
+  // On CUDA: what `c` holds on the GPU within the same share of its free memory.
+  bool fits_device(const Config& c, TierCheck check) const { return device_need(c, check) <= device_target(); }
+  double device_need(const Config& c, TierCheck check) const {
+    if (!in_.device_free) return 0;
+    try {
+      return in_.device_estimate(c, check).total();
+    } catch (const Error&) {
+      return HUGE_VAL;
+    }
+  }
+  // On CUDA, what the GPU holds of its free memory, for the reasons.
+  std::string gpu_text(const Config& c) const {
+    if (!in_.device_free) return "";
+    return "; the GPU holds " + human_bytes(device_need(c, TierCheck::Planned)) + " of its " +
+           human_bytes(static_cast<double>(*in_.device_free)) + " free (the device tier, params, grads, activations)";
+  }
+  double device_target() const {
+    return in_.device_free ? kPlacementFill * static_cast<double>(*in_.device_free) : HUGE_VAL;
   }
 
   // The tier budgets and prefetch distance for `c`, the most state in memory that fits (hot
@@ -90,14 +111,16 @@ class Chooser {
       least = std::min(least, e.total());
       if (device == 0) continue;
       x.runtime.tiers.device.bytes = mib_text(device);
-      const uint64_t host = largest_fitting(x, x.runtime.tiers.host.bytes, 0, round_up(sizes_.rest));
+      // On CUDA the hot state the GPU cannot hold is better in pinned host memory than on disk.
+      const uint64_t host = largest_fitting(x, x.runtime.tiers.host.bytes, 0,
+                                            round_up(sizes_.rest + (in_.device_free ? sizes_.hot : 0)));
       x.runtime.tiers.host.bytes = mib_text(host);
       if (!plans(x, e)) continue;
       c = x;
       parts.push_back({"runtime.tiers", tiers_text(c, e),
                        "all optimizer state in memory needs " + human_bytes(all_in_memory) + "; the hot state (moments, "
                        "factors) stays in memory first, then the rest, beside the cache of the " + std::to_string(d + 1) +
-                       " layers in flight"});
+                       " layers in flight" + gpu_text(x)});
       return true;
     }
     return false;
@@ -136,7 +159,7 @@ class Chooser {
     for (int i = 0; i < 4; ++i) {
       try {
         need = in_.estimate(x, TierCheck::Planned);
-        return fits_need(need);
+        return fits_need(need) && fits_device(x, TierCheck::Planned);
       } catch (const Error&) {   // the cache's fragmentation needs more room
       }
       x.runtime.tiers.device.bytes = mib_text(round_up(parse_byte_size(x.runtime.tiers.device.bytes) / 8 * 9));
@@ -290,8 +313,15 @@ Placement choose_placement(const Config& cfg, const PlacementInputs& in) {
   // What the run will have (the config's own budgets included: an error in them is the config's).
   if (ok) {
     p.need = in.estimate(c, TierCheck::Planned);
-    ok = chooser.fits_need(p.need);
+    ok = chooser.fits_need(p.need) && chooser.fits_device(c, TierCheck::Planned);
   }
+  if (!ok && !chooser.fits_device(c, TierCheck::Quick))
+    fail(cfg.source, ": this run needs about ", human_bytes(chooser.device_need(c, TierCheck::Quick)),
+         " of GPU memory even with the least optimizer state on the device",
+         taken.empty() ? std::string() : " and " + std::to_string(taken.size()) + " more step(s) of runtime.placement auto",
+         " (params, grads and activations live there), but the device has ", human_bytes(static_cast<double>(*in.device_free)),
+         " free (cudaMemGetInfo; placement fills ", static_cast<int>(kPlacementFill * 100),
+         "% of it). Shard it over more GPUs, or use a GPU with more memory; `--dry-run` shows the estimate");
   if (!ok)
     fail(cfg.source, ": this run needs about ", human_bytes(least), " of memory per process even with all optimizer state "
          "on the disk tier",
@@ -338,6 +368,11 @@ PlacementInputs placement_inputs(const Config& cfg, int world, int ranks_per_nod
                                                                 : rank_memory(c, world, ranks_per_node, check);
   };
   in.disk_free = free_disk_bytes(std::filesystem::path(disk_tier_file(cfg)).parent_path().string());
+  // Each rank sees its own GPU as device 0 (train/rank_device.hpp).
+  if (DeviceMemory dev; cfg.runtime.backend == BackendKind::Cuda && cuda_device_memory(0, &dev)) {
+    in.device_free = dev.free;
+    in.device_estimate = [](const Config& c, TierCheck check) { return device_memory(c, check); };
+  }
   return in;
 }
 

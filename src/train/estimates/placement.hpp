@@ -7,7 +7,9 @@
 //   1. the tier budgets (runtime.tiers.device / host bytes) and the prefetch distance: as much
 //      optimizer state in memory as fits beside everything else, the rest homed on the disk tier
 //      (on the CPU backend the device tier is host memory, so the host tier gets nothing: a
-//      state there would be copied into the device cache before each use for no gain);
+//      state there would be copied into the device cache before each use for no gain; on CUDA
+//      the device tier is bounded by the GPU's free memory, and what it cannot hold goes to
+//      pinned host memory before the disk);
 //   2. activation recompute (train.activation_recompute): every other block, then every block;
 //   3. the LM head in chunks (model.head_chunk);
 //   4. asteria mode: the shadow pipeline's refreshes in flight (runtime.shadow.delay lowered,
@@ -62,6 +64,11 @@ struct PlacementInputs {
   // The process's (or largest rank's) need; Quick while searching budgets, Planned to confirm.
   std::function<MemoryEstimate(const Config&, TierCheck)> estimate;
   std::optional<uint64_t> disk_free;    // free bytes where the disk tier's file goes
+  // runtime.backend cuda: the GPU's free bytes (cudaMemGetInfo, before the run allocates) and
+  // what the run holds there (device_memory). Unset on the CPU, or where the device cannot be
+  // read (the GPU run's startup check then says so).
+  std::optional<uint64_t> device_free;
+  std::function<MemoryEstimate(const Config&, TierCheck)> device_estimate;
 };
 
 // The choice for `cfg` against `in` (a pure function of its inputs: tests inject the limit).

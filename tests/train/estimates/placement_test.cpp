@@ -139,5 +139,38 @@ TEST(Placement, TheDiskTiersFreeSpaceBounds) {
   EXPECT_NE(p.parts.front().key, "runtime.tiers") << p.describe();
 }
 
+// runtime.backend cuda: the GPU's free memory (injected) bounds what the run keeps there; the
+// optimizer state it cannot hold goes to pinned host memory (plenty here), not to disk; a GPU too
+// small for the parameters, gradients and activations is refused naming its free bytes.
+TEST(Placement, OnCudaTheGpusFreeMemoryBoundsTheDeviceTierAndTheRestGoesToHostMemory) {
+  const Config c = small({"runtime.backend=cuda"});
+  Config all = c;
+  all.runtime.tiers.device.bytes = all.runtime.tiers.host.bytes = "unlimited";
+  const MemoryEstimate on_gpu = device_memory(all);
+  ASSERT_GT(on_gpu.optimizer, 0.0);
+  PlacementInputs in = inputs(uint64_t{1} << 40);
+  in.device_estimate = [](const Config& x, TierCheck check) { return device_memory(x, check); };
+  in.device_free = static_cast<uint64_t>((on_gpu.total() - on_gpu.optimizer / 2) / kPlacementFill);
+  const Placement p = choose_placement(c, in);
+  ASSERT_FALSE(p.parts.empty());
+  EXPECT_EQ(p.parts.front().key, "runtime.tiers") << p.describe();
+  EXPECT_FALSE(p.changes_math) << p.describe();
+  EXPECT_LE(device_memory(p.cfg).total(), kPlacementFill * static_cast<double>(*in.device_free)) << p.describe();
+  EXPECT_GT(parse_byte_size(p.cfg.runtime.tiers.host.bytes), 0u) << p.describe();
+  EXPECT_EQ(p.need.optimizer_on_disk, 0.0) << p.describe();
+  // Without the device's reading the GPU is not planned for (the startup check decides).
+  EXPECT_TRUE(choose_placement(c, inputs(uint64_t{1} << 40)).parts.empty());
+
+  in.device_free = static_cast<uint64_t>((on_gpu.params + on_gpu.grads) / 2);
+  try {
+    choose_placement(c, in);
+    ADD_FAILURE() << "a GPU without room for the parameters was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("of GPU memory even with the least optimizer state on the device"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("free (cudaMemGetInfo"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace asteria
