@@ -50,9 +50,9 @@ inline std::vector<std::string> quarter_host_rest_disk(const Config& cfg, size_t
 }
 
 // Trains `cfg` and returns the final parameters of all layers, concatenated. memory: the limit
-// runtime.placement auto reads (empty: the machine's).
-inline std::vector<float> train_params(const Config& cfg, MemoryWatch memory = {}) {
-  Trainer t(cfg, nullptr, std::move(memory));
+// runtime.placement auto reads (empty: the machine's); world: the ranks' (null: one process).
+inline std::vector<float> train_params(const Config& cfg, MemoryWatch memory = {}, Communicator* world = nullptr) {
+  Trainer t(cfg, world, std::move(memory));
   t.run();
   std::vector<float> all;
   for (int l = 0; l < t.num_layers(); ++l) {

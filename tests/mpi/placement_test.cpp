@@ -2,7 +2,7 @@
 // reading that falls before steps 3 and 4, then comes back) moves each pressed rank's optimizer
 // state to the disk tier and back at step boundaries, on its own (no collective: the tiers are
 // the rank's own), and every rank's parameters end bit-identical to the run with everything in
-// memory. Pressed: every rank (another job on every node), and the last rank only (one node).
+// memory; sharded (fsdp full) at every world size, replicated (none) at 1 and 2 ranks. Pressed: every rank (another job on every node), and the last rank only (one node).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -15,6 +15,7 @@
 
 using namespace asteria;
 using asteria::testing::same_bits;
+using asteria::testing::train_params;
 
 namespace {
 
@@ -64,6 +65,8 @@ TEST(MpiPlacement, PressedRanksMoveTheirStateToDiskAndBackWithEveryRanksBits) {
   SharedDir shared(*world);
   asteria::testing::TempDir unused("mpi-placement-sets");   // short_second_order_sets wants one; its paths are replaced
   for (const char* fsdp : {"full", "none"}) {
+    // Replicated, more ranks add nothing but time (3 and 4 ranks share 2 cores here).
+    if (std::string(fsdp) == "none" && W > 2) continue;
     SCOPED_TRACE(std::string("distributed.fsdp ") + fsdp);
     auto config = [&](const std::string& placement) {
       std::vector<std::string> sets = asteria::testing::short_second_order_sets(unused, "soap", 6);
@@ -72,21 +75,11 @@ TEST(MpiPlacement, PressedRanksMoveTheirStateToDiskAndBackWithEveryRanksBits) {
                                "runtime.placement=" + placement});
       return load_config_text("seed: 9\nmodel:\n  preset: tiny\n  n_layers: 6\n", "placed.yaml", sets);
     };
-    auto train = [&](const Config& cfg, MemoryWatch watch) {
-      Trainer t(cfg, world.get(), std::move(watch));
-      t.run();
-      std::vector<float> all;
-      for (int l = 0; l < t.num_layers(); ++l) {
-        const std::vector<float> p = t.final_params(l);
-        all.insert(all.end(), p.begin(), p.end());
-      }
-      return all;
-    };
-    const std::vector<float> in_memory = train(config("manual"), {});
+    const std::vector<float> in_memory = train_params(config("manual"), {}, world.get());
     for (bool only_the_last : {false, true}) {
       SCOPED_TRACE(only_the_last ? "the last rank pressed" : "every rank pressed");
       const bool pressed = !only_the_last || me == W - 1;
-      const std::vector<float> params = train(config("auto"), scripted(pressed));
+      const std::vector<float> params = train_params(config("auto"), scripted(pressed), world.get());
       EXPECT_TRUE(same_bits(in_memory, params));
       if (me != 0) continue;   // rank 0 writes the metrics
       const std::vector<nlohmann::json> lines = asteria::testing::metrics_lines(shared.path + "/run");
