@@ -2,7 +2,8 @@
 // reading that falls before steps 3 and 4, then comes back) moves each pressed rank's optimizer
 // state to the disk tier and back at step boundaries, on its own (no collective: the tiers are
 // the rank's own), and every rank's parameters end bit-identical to the run with everything in
-// memory; sharded (fsdp full) at every world size, replicated (none) at 1 and 2 ranks. Pressed: every rank (another job on every node), and the last rank only (one node).
+// memory; sharded (fsdp full) at every world size, replicated (none) at 1 and 2 ranks. Pressed:
+// every rank (another job on every node), and the last rank only (one node).
 #include <gtest/gtest.h>
 
 #include <array>
