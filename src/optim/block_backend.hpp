@@ -30,8 +30,9 @@ class BlockBackend {
   // Whether the memory is a device's: host code may not touch it.
   virtual bool on_device() const = 0;
 
-  // Scratch slots: 0-3 the algorithms' temporaries (thread_scratch.hpp); a device backend also
-  // has the dense gradient block and the direction, which the host keeps per block.
+  // Scratch slots, each the calling thread's: 0-3 the algorithms' temporaries (thread_scratch.hpp),
+  // then the dense gradient block (a device backend's; the host's is the optimizer's thread
+  // scratch) and the update direction.
   static constexpr int kGradientSlot = 4, kDirectionSlot = 5, kSlots = 6;
   virtual float* scratch(int slot, size_t count) const = 0;
 

@@ -74,7 +74,7 @@ OptimizerStateBytes optimizer_state_bytes(const OptimConfig& o, const std::vecto
       PreconditionerBytes pb = preconditioner_bytes(o.name, b.rows, b.cols);
       s.factors += pb.factors;
       s.roots += pb.roots;
-      s.moments += pb.moments + pb.direction;
+      s.moments += pb.moments;
       ++s.blocks;
     }
   }

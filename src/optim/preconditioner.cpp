@@ -12,8 +12,7 @@ namespace asteria {
 BlockPreconditioner::BlockPreconditioner(std::string name, int64_t rows, int64_t cols,
                                          const PreconditionerParams& p, std::vector<StateSpec> states,
                                          bool own_memory, const BlockBackend& backend)
-    : name_(std::move(name)), rows_(rows), cols_(cols), p_(p), backend_(backend),
-      direction_(backend.on_device() ? 0 : static_cast<size_t>(rows * cols)) {
+    : name_(std::move(name)), rows_(rows), cols_(cols), p_(p), backend_(backend) {
   ASTERIA_ASSERT(!(own_memory && backend.on_device()), "a device backend's block state is bound by its owner");
   states_.reserve(states.size());
   for (StateSpec& s : states) states_.emplace_back(std::move(s));
@@ -30,21 +29,19 @@ namespace {
 
 // The first two states of every algorithm are its factors; warm ones are roots / bases.
 template <class SpecAt>
-PreconditionerBytes bytes_by_kind(size_t n, SpecAt spec_at, size_t direction_floats) {
+PreconditionerBytes bytes_by_kind(size_t n, SpecAt spec_at) {
   PreconditionerBytes b;
   for (size_t i = 0; i < n; ++i) {
     const StateSpec& s = spec_at(i);
     (i < 2 ? b.factors : s.cls == StateClass::Warm ? b.roots : b.moments) += s.bytes();
   }
-  b.direction = direction_floats * sizeof(float);
   return b;
 }
 
 }  // namespace
 
 PreconditionerBytes BlockPreconditioner::state_bytes() const {
-  return bytes_by_kind(states_.size(), [&](size_t i) -> const StateSpec& { return states_[i].spec(); },
-                       static_cast<size_t>(rows_ * cols_));
+  return bytes_by_kind(states_.size(), [&](size_t i) -> const StateSpec& { return states_[i].spec(); });
 }
 
 void BlockPreconditioner::publish(const RefreshJob& job) {
@@ -136,8 +133,7 @@ std::vector<StateSpec> preconditioner_state_specs(OptimizerKind algorithm, const
 
 PreconditionerBytes preconditioner_bytes(OptimizerKind algorithm, int64_t rows, int64_t cols) {
   const auto specs = preconditioner_state_specs(algorithm, "", rows, cols);
-  return bytes_by_kind(specs.size(), [&](size_t i) -> const StateSpec& { return specs[i]; },
-                       static_cast<size_t>(rows * cols));
+  return bytes_by_kind(specs.size(), [&](size_t i) -> const StateSpec& { return specs[i]; });
 }
 
 std::unique_ptr<BlockPreconditioner> make_preconditioner(OptimizerKind algorithm, std::string name,

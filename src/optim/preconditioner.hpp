@@ -103,8 +103,7 @@ struct PreconditionerBytes {
   size_t factors = 0;    // L, R (hot: updated every step)
   size_t roots = 0;      // inverse roots or eigenbases (warm: read every step, written every F)
   size_t moments = 0;    // first/second moments, grafting state, eigenvalue estimates (hot)
-  size_t direction = 0;  // the update buffer (not state: rewritten every step)
-  size_t total() const { return factors + roots + moments + direction; }
+  size_t total() const { return factors + roots + moments; }
 };
 
 // The state tensors of one block of an algorithm, in the order BlockPreconditioner::states()
@@ -142,8 +141,9 @@ class BlockPreconditioner {
   void compute_refresh_part(RefreshJob& job, int part, matfn::Workspace& ws) const;
   virtual void after_refresh(const float* G) = 0;
   virtual bool has_direction() const = 0;
-  // In the backend's memory. A device backend keeps it in the thread's scratch: valid until the
-  // thread steps another block.
+  // In the backend's memory, in the stepping thread's scratch (one block's worth per thread, not a
+  // buffer per block: at OLMo-1B that is a third per-parameter copy): valid until the thread
+  // steps another block.
   const float* direction() const { return const_cast<BlockPreconditioner*>(this)->direction_data(); }
   const BlockBackend& backend() const { return backend_; }
   PreconditionerBytes state_bytes() const;
@@ -192,17 +192,13 @@ class BlockPreconditioner {
   // when they do not cover it (the default). job.status is Ok on entry.
   virtual bool refresh_on_backend(RefreshJob&) const { return false; }
   StateTensor& state(size_t i) { return states_[i]; }
-  float* direction_data() {
-    return backend_.on_device() ? backend_.scratch(BlockBackend::kDirectionSlot, static_cast<size_t>(rows_ * cols_))
-                                : direction_.data();
-  }
+  float* direction_data() { return backend_.scratch(BlockBackend::kDirectionSlot, static_cast<size_t>(rows_ * cols_)); }
   std::string name_;
   int64_t rows_, cols_;
   PreconditionerParams p_;
   const BlockBackend& backend_;
 
  private:
-  Buffer<float> direction_;   // rows x cols (host backend only)
   std::vector<StateTensor> states_;   // never resized after construction (derived classes refer to them)
   OwnedStateMemory own_memory_;
   int failures_ = 0;

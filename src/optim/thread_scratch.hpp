@@ -7,7 +7,9 @@
 
 namespace asteria {
 
-constexpr int kThreadScratchSlots = 4;
+// Slots 0-3: the algorithms' temporaries; 4, 5: the block backend's gradient and direction
+// (BlockBackend::kGradientSlot, kDirectionSlot).
+constexpr int kThreadScratchSlots = 6;
 float* thread_scratch(int slot, size_t count);
 
 }  // namespace asteria

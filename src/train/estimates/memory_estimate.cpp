@@ -59,7 +59,8 @@ double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tabl
   if (jobs.empty()) return 0;
   std::sort(jobs.begin(), jobs.end(), std::greater<>());
   const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
-  double bytes = threads * (jobs[0] + largest_grad + largest_ws);
+  // Each thread's: a job, its gradient block and update direction, the eigensolver's workspace.
+  double bytes = threads * (jobs[0] + 2 * largest_grad + largest_ws);
   if (cfg.runtime.mode == RuntimeMode::Asteria) {
     // The shadow pipeline's jobs in flight: a synchronous refresh holds one while it runs; after
     // the warm-up each refresh is open for D + 1 steps, so (D + 1) steps' worth of refreshes (a

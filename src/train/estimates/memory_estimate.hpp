@@ -22,7 +22,7 @@ struct MemoryEstimate {
   double optimizer_on_disk = 0;  // homed on the disk tier (not counted)
   double activations = 0;
   // Working buffers of the second-order refreshes: each compute thread's (the largest block's
-  // factors and bases in fp64, its eigensolver workspace, one gradient block), the shadow
+  // factors and bases in fp64, its eigensolver workspace, one gradient block and its update direction), the shadow
   // workers' workspaces, and in asteria mode the shadow pipeline's jobs in flight (one while a
   // synchronous refresh runs; after runtime.shadow.sync_steps, D + 1 steps' worth of refreshes).
   double refresh_work = 0;

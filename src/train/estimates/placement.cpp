@@ -110,18 +110,34 @@ class Chooser {
       const uint64_t device = largest_fitting(x, x.runtime.tiers.device.bytes, cache, round_up(cache + sizes_.hot) + 64 * kMiB, &e);
       least = std::min(least, e.total());
       if (device == 0) continue;
-      x.runtime.tiers.device.bytes = mib_text(device);
-      // On CUDA the hot state the GPU cannot hold is better in pinned host memory than on disk.
-      const uint64_t host = largest_fitting(x, x.runtime.tiers.host.bytes, 0,
-                                            round_up(sizes_.rest + (in_.device_free ? sizes_.hot : 0)));
-      x.runtime.tiers.host.bytes = mib_text(host);
-      if (!plans(x, e)) continue;
+      if (!plan_at_most(x, device, cache, e)) continue;
       c = x;
       parts.push_back({"runtime.tiers", tiers_text(c, e),
                        "all optimizer state in memory needs " + human_bytes(all_in_memory) + "; the hot state (moments, "
                        "factors) stays in memory first, then the rest, beside the cache of the " + std::to_string(d + 1) +
                        " layers in flight" + gpu_text(x)});
       return true;
+    }
+    return false;
+  }
+
+  // The budgets of `x` with a device budget of at most `device` (and at least the cache): the
+  // largest host budget beside it, confirmed by planning. Where the planned layout's cache
+  // fragments past the room the bisection left, a smaller device budget is tried, an eighth at a
+  // time: so that a larger limit never fails where a smaller one fitted at this distance.
+  bool plan_at_most(Config& x, uint64_t device, uint64_t cache, MemoryEstimate& e) const {
+    for (int i = 0; i < 8; ++i, device = std::max(cache, round_up(device / 8 * 7))) {
+      Config y = x;
+      y.runtime.tiers.device.bytes = mib_text(device);
+      // On CUDA the hot state the GPU cannot hold is better in pinned host memory than on disk.
+      const uint64_t host = largest_fitting(y, y.runtime.tiers.host.bytes, 0,
+                                            round_up(sizes_.rest + (in_.device_free ? sizes_.hot : 0)));
+      y.runtime.tiers.host.bytes = mib_text(host);
+      if (plans(y, e)) {
+        x = y;
+        return true;
+      }
+      if (device == cache) break;
     }
     return false;
   }
