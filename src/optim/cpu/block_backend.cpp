@@ -33,6 +33,9 @@ matfn::Status initial_basis(int64_t d, const float* F, float* Q, matfn::Precisio
   return s;
 }
 
+// The host's scratch slots are the thread's (thread_scratch.hpp), every backend slot among them.
+static_assert(kThreadScratchSlots == BlockBackend::kSlots);
+
 class HostBlockBackend final : public BlockBackend {
  public:
   bool on_device() const override { return false; }
