@@ -38,7 +38,6 @@ struct Options {
   double peak, fp32_peak;
 };
 
-template <class Ops>
 nlohmann::json run(const ModelConfig& cfg, const ActivationRecompute& recompute_mode, const Options& o) {
   const auto& [preset, attention, recompute, precision, backend_name, micro_batch, steps, head_chunk, peak,
                fp32_peak] = o;
@@ -46,7 +45,8 @@ nlohmann::json run(const ModelConfig& cfg, const ActivationRecompute& recompute_
   size_t free0 = 0, total = 0;
   ASTERIA_CUDA_CHECK(cudaMemGetInfo(&free0, &total));
 
-  Model<float, Ops> model(cfg, micro_batch, Model<float, Ops>::Storage::Owned, recompute_mode);
+  Model<float, CudaOps> model(cfg, micro_batch, Model<float, CudaOps>::Storage::Owned, recompute_mode,
+                              precision == "bf16" ? ComputePrecision::Bf16 : ComputePrecision::Fp32);
   model.init(1);
   std::vector<int32_t> inputs(N), targets(N);
   for (int i = 0; i < N; i++) {
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   ActivationRecompute recompute_mode;
   recompute_mode.mode = recompute == "blocks" ? ActivationRecompute::Mode::Blocks : ActivationRecompute::Mode::None;
   const Options o{preset, attention, recompute, precision, backend->name(), micro_batch, steps, head_chunk, peak, fp32_peak};
-  const nlohmann::json out = precision == "bf16" ? run<CudaBf16Ops>(cfg, recompute_mode, o) : run<CudaOps>(cfg, recompute_mode, o);
+  const nlohmann::json out = run(cfg, recompute_mode, o);
   std::printf("%s\n", out.dump(1).c_str());
   return 0;
 }

@@ -100,7 +100,7 @@ const std::map<std::string, std::string> kMeanings = {
     {"runtime.backend", "where the model and the optimizer's step run: auto (cuda where a GPU is visible and the build has "
                         "the backend, else cpu; said at startup), cpu, or cuda (train/device_training.hpp)"},
     {"runtime.precision",
-     "the GEMMs' operands: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (cuda only); resolved when the config loads"},
+     "the GEMMs' operands and the kept activations: auto (bf16 on cuda, fp32 on cpu), fp32, or bf16 (GEMMs on bf16 operands with fp32 accumulation, each block's activations for its backward stored as bf16; parameters, gradients and optimizer state stay fp32); resolved when the config loads"},
     {"runtime.threads", "compute threads; 0 = all cores"},
     {"runtime.stagger",
      "spread the blocks' refreshes over the F steps: auto (true in asteria mode, false in native), true, false; "

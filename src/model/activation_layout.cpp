@@ -34,6 +34,22 @@ BlockActivationLayout block_activation_layout(const ModelConfig& cfg, int batch)
   return l;
 }
 
+BlockStorageLayout block_storage_layout(const ModelConfig& cfg, const BlockActivationLayout& l) {
+  const bool tiled = cfg.attention == AttentionKind::Tiled;
+  BlockStorageLayout s;
+  auto keep = [](std::vector<PackedSpan>& kind, size_t& elems, const Span& span) {
+    if (span.size == 0) return;
+    kind.push_back({span, elems});
+    elems += span.size;
+  };
+  for (const Span* span : {&l.att_nx, &l.qkv, &l.qkv_raw, &l.atty, &l.mlp_nx, &l.up, &l.act})
+    keep(s.bf16, s.bf16_elems, *span);
+  keep(tiled ? s.fp32 : s.bf16, tiled ? s.fp32_elems : s.bf16_elems, l.att);
+  for (const Span* span : {&l.x1, &l.att_mean, &l.att_rstd, &l.q_rstd, &l.k_rstd, &l.mlp_mean, &l.mlp_rstd})
+    keep(s.fp32, s.fp32_elems, *span);
+  return s;
+}
+
 HeadActivationLayout head_activation_layout(const ModelConfig& cfg, int batch) {
   const size_t C = cfg.d_model, N = static_cast<size_t>(batch) * cfg.seq_len;
   SpanCarver c;
@@ -65,16 +81,21 @@ ScratchLayout scratch_layout(const ModelConfig& cfg, int batch, int att_slabs) {
   return l;
 }
 
-size_t model_activation_bytes(const ModelConfig& cfg, int batch,
-                              const ActivationRecompute& recompute) {
+size_t model_activation_bytes(const ModelConfig& cfg, int batch, const ActivationRecompute& recompute,
+                              ComputePrecision precision) {
   const size_t N = static_cast<size_t>(batch) * cfg.seq_len;
   const size_t residual = (cfg.n_layers + 1) * N * cfg.d_model;  // x_0 .. x_L
-  const int recomputed = recompute.recomputed_blocks(cfg.n_layers);
-  const size_t block_buffers = cfg.n_layers - recomputed + (recomputed > 0 ? 1 : 0);
-  const size_t elems = residual + block_buffers * block_activation_layout(cfg, batch).total +
-                       head_activation_layout(cfg, batch).total +
-                       scratch_layout(cfg, batch, omp_get_max_threads()).total;
-  return elems * sizeof(float);
+  const int kept = cfg.n_layers - recompute.recomputed_blocks(cfg.n_layers);
+  const BlockActivationLayout block = block_activation_layout(cfg, batch);
+  const size_t fp32 = residual + head_activation_layout(cfg, batch).total +
+                      scratch_layout(cfg, batch, omp_get_max_threads()).total;
+  if (precision == ComputePrecision::Bf16) {
+    // Every block works in one fp32 buffer; the kept ones pack their activations.
+    const BlockStorageLayout packed = block_storage_layout(cfg, block);
+    return (fp32 + block.total + kept * packed.fp32_elems) * sizeof(float) + kept * packed.bf16_elems * sizeof(uint16_t);
+  }
+  const size_t block_buffers = kept + (kept < cfg.n_layers ? 1 : 0);
+  return (fp32 + block_buffers * block.total) * sizeof(float);
 }
 
 }  // namespace asteria

@@ -3,6 +3,7 @@
 // One function computes the layout for both the allocation (Model) and the report
 // (model_activation_bytes), so the two cannot drift apart. Every piece starts 64-byte aligned.
 #include <cstddef>
+#include <vector>
 
 #include "model/model_config.hpp"
 
@@ -45,6 +46,22 @@ struct BlockActivationLayout {
   Span act;                 // [N, F]   SwiGLU output
   size_t total = 0;
 };
+
+// runtime.precision bf16 keeps what a block saves for its backward as bf16 (model.hpp): the
+// [N, *] tensors read by the GEMMs, attention, SwiGLU and the norms' backward, and the full
+// attention's probabilities. Kept fp32: the residual stream x1 (as every x_l: the sums that carry
+// the model), the norms' statistics, and the tiled attention's row statistics (a log-sum-exp
+// rounded to 8 bits would scale every probability of its row). Each kind is packed densely, in
+// layout order, into a buffer of its own.
+struct PackedSpan {
+  Span in_layout;        // where the tensor is in the block's (fp32) activation buffer
+  size_t packed = 0;     // where it starts in its packed buffer
+};
+struct BlockStorageLayout {
+  std::vector<PackedSpan> bf16, fp32;
+  size_t bf16_elems = 0, fp32_elems = 0;
+};
+BlockStorageLayout block_storage_layout(const ModelConfig& cfg, const BlockActivationLayout& layout);
 
 // Saved by the head's forward (the logits are overwritten by their gradient).
 struct HeadActivationLayout {

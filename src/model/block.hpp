@@ -31,11 +31,13 @@ struct BlockTensors {
 template <class T>
 BlockTensors<T> block_tensors(T* base, const ParamTable& table);
 
-// What a block needs besides its tensors: dimensions and the RoPE tables [T, hd/2].
+// What a block needs besides its tensors: dimensions, the RoPE tables [T, hd/2] and the
+// linear layers' precision.
 template <class T>
 struct BlockContext {
   const ModelConfig* cfg = nullptr;
   int batch = 0;
+  bool bf16 = false;   // runtime.precision bf16: the GEMMs' operands rounded to bf16 (ops/linear.hpp)
   const T* rope_cos = nullptr;
   const T* rope_sin = nullptr;
 };

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/buffer.hpp"
 #include "core/error.hpp"
@@ -59,11 +60,16 @@ struct Model<T, Ops>::Impl {
   Array<T> residual;               // [L + 1, N, C]: x_0 (embedding) .. x_L (last block)
   BlockActivationLayout block_layout;
   ActivationRecompute recompute;
-  std::vector<Array<T>> kept_acts;           // one per block that keeps its activations
-  Array<T> recompute_acts;                   // shared by the recomputed blocks
+  bool bf16 = false;                          // runtime.precision bf16 (model.hpp)
+  std::vector<Array<T>> kept_acts;           // fp32: one per block that keeps its activations
+  Array<T> shared_acts;                      // the recomputed blocks' (bf16: every block's)
   std::vector<T*> block_acts;                 // block i's activations (kept or shared)
-  int recompute_holds = 0;                    // layer whose activations recompute_acts holds
-                                              // (0: none)
+  int shared_holds = 0;                       // layer whose activations, as its backward reads
+                                              // them, shared_acts holds (0: none)
+  BlockStorageLayout packing;                 // bf16: what a kept block packs
+  std::vector<int> packed_index;              // bf16: block i's packed buffers (-1: recomputed)
+  std::vector<Array<uint16_t>> packed_bf16;   // bf16: per kept block
+  std::vector<Array<T>> packed_fp32;
   HeadActivationLayout head_layout;
   Array<T> head_acts;
   ScratchLayout scratch_layout;
@@ -73,6 +79,28 @@ struct Model<T, Ops>::Impl {
   double ce = 0, z = 0;
 
   T* x(int i) { return residual.data() + static_cast<size_t>(i) * N * cfg.d_model; }
+
+  // bf16, after block i's forward (or recompute) in shared_acts: its bf16 tensors rounded there,
+  // then, when the block keeps its activations, packed into its own buffers.
+  void store_bf16(int i) {
+    if constexpr (std::is_same_v<T, float>) {
+      T* a = shared_acts.data();
+      for (const PackedSpan& p : packing.bf16) Ops::round_to_bf16(p.in_layout.in(a), p.in_layout.size);
+      const int k = packed_index[i];
+      if (k < 0) return;
+      for (const PackedSpan& p : packing.bf16) Ops::pack_bf16(packed_bf16[k].data() + p.packed, p.in_layout.in(a), p.in_layout.size);
+      for (const PackedSpan& p : packing.fp32) Ops::copy(packed_fp32[k].data() + p.packed, p.in_layout.in(a), p.in_layout.size);
+    }
+  }
+  // bf16, before kept block i's backward: its packed activations widened into shared_acts.
+  void load_bf16(int i) {
+    if constexpr (std::is_same_v<T, float>) {
+      T* a = shared_acts.data();
+      const int k = packed_index[i];
+      for (const PackedSpan& p : packing.bf16) Ops::unpack_bf16(p.in_layout.in(a), packed_bf16[k].data() + p.packed, p.in_layout.size);
+      for (const PackedSpan& p : packing.fp32) Ops::copy(p.in_layout.in(a), packed_fp32[k].data() + p.packed, p.in_layout.size);
+    }
+  }
 
   // The views into layer l's parameters (tensor pointers), after a (re)binding. Parameters and
   // gradients have views of their own: a sharded run binds one on the compute lane while the
@@ -102,9 +130,11 @@ struct Model<T, Ops>::Impl {
 
 template <class T, class Ops>
 Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
-                const ActivationRecompute& recompute)
+                const ActivationRecompute& recompute, ComputePrecision precision)
     : impl_(std::make_unique<Impl>()) {
   validate(cfg, batch);
+  ASTERIA_CHECK(precision != ComputePrecision::Bf16 || (std::is_same_v<T, float>),
+                "model: bf16 precision needs a float model");
   Impl& m = *impl_;
   m.cfg = cfg;
   m.batch = batch;
@@ -135,13 +165,26 @@ Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
   m.targets.resize(m.N);
   m.residual.resize(static_cast<size_t>(L + 1) * m.N * cfg.d_model);
   m.block_layout = block_activation_layout(cfg, batch);
-  m.kept_acts.reserve(L);
-  for (int i = 0; i < L; i++)
-    if (!recompute.recomputes(i)) m.kept_acts.emplace_back(m.block_layout.total);
-  if (recompute.recomputed_blocks(L) > 0) m.recompute_acts.resize(m.block_layout.total);
-  for (int i = 0, kept = 0; i < L; i++)
-    m.block_acts.push_back(recompute.recomputes(i) ? m.recompute_acts.data()
-                                                       : m.kept_acts[kept++].data());
+  m.bf16 = precision == ComputePrecision::Bf16;
+  m.ctx.bf16 = m.bf16;
+  if (m.bf16) {
+    m.packing = block_storage_layout(cfg, m.block_layout);
+    m.shared_acts.resize(m.block_layout.total);
+    for (int i = 0; i < L; i++) {
+      m.block_acts.push_back(m.shared_acts.data());
+      m.packed_index.push_back(recompute.recomputes(i) ? -1 : static_cast<int>(m.packed_bf16.size()));
+      if (recompute.recomputes(i)) continue;
+      m.packed_bf16.emplace_back(m.packing.bf16_elems);
+      m.packed_fp32.emplace_back(m.packing.fp32_elems);
+    }
+  } else {
+    m.kept_acts.reserve(L);
+    for (int i = 0; i < L; i++)
+      if (!recompute.recomputes(i)) m.kept_acts.emplace_back(m.block_layout.total);
+    if (recompute.recomputed_blocks(L) > 0) m.shared_acts.resize(m.block_layout.total);
+    for (int i = 0, kept = 0; i < L; i++)
+      m.block_acts.push_back(recompute.recomputes(i) ? m.shared_acts.data() : m.kept_acts[kept++].data());
+  }
   m.head_layout = head_activation_layout(cfg, batch);
   m.head_acts.resize(m.head_layout.total);
   m.scratch_layout = scratch_layout(cfg, batch, omp_get_max_threads());
@@ -269,10 +312,11 @@ double Model<T, Ops>::forward(int l) {
   if (l <= L) {
     block_forward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
                   m.scratch_layout, m.scratch.data());
-    if (recomputes(l)) m.recompute_holds = l;
+    if (m.bf16) m.store_bf16(l - 1);
+    if (m.bf16 || recomputes(l)) m.shared_holds = l;
     return 0.0;
   }
-  const auto r = head_forward<T, Ops>(m.cfg, m.batch, m.head_w, m.head_layout, m.head_acts.data(), m.x(L),
+  const auto r = head_forward<T, Ops>(m.cfg, m.batch, m.bf16, m.head_w, m.head_layout, m.head_acts.data(), m.x(L),
                               m.targets.data());
   m.ce = r.ce;
   m.z = m.cfg.z_loss * r.z;  // the z-loss part of the loss: ce + z = loss
@@ -289,12 +333,13 @@ template <class T, class Ops>
 void Model<T, Ops>::recompute(int l) {
   Impl& m = *impl_;
   ASTERIA_ASSERT(recomputes(l), "recompute(", l, "): the layer keeps its activations");
-  if (m.recompute_holds == l) return;
+  if (m.shared_holds == l) return;
   // The same call as the forward's, into the same buffers: x(l) is rewritten with the values it
-  // holds, and the activations come out bit for bit as they were.
+  // holds, and the activations come out bit for bit as they were (bf16: then rounded as they were).
   block_forward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
                 m.scratch_layout, m.scratch.data());
-  m.recompute_holds = l;
+  if (m.bf16) m.store_bf16(l - 1);
+  m.shared_holds = l;
 }
 
 template <class T, class Ops>
@@ -304,10 +349,14 @@ void Model<T, Ops>::backward(int l, double grad_scale) {
   ASTERIA_ASSERT(l >= 0 && l <= L + 1, "layer ", l);
   const T scale = static_cast<T>(grad_scale);
   if (l == L + 1) {
-    head_backward<T, Ops>(m.cfg, m.batch, m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
+    head_backward<T, Ops>(m.cfg, m.batch, m.bf16, m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
                   m.targets.data(), m.scratch_layout, m.scratch.data(), scale);
   } else if (l >= 1) {
-    ASTERIA_ASSERT(!recomputes(l) || m.recompute_holds == l, "backward(", l,
+    if (m.bf16 && !recomputes(l) && m.shared_holds != l) {
+      m.load_bf16(l - 1);
+      m.shared_holds = l;
+    }
+    ASTERIA_ASSERT(!recomputes(l) || m.shared_holds == l, "backward(", l,
                    "): a recomputed block needs recompute(", l, ") first");
     block_backward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_dw[l - 1], m.block_layout, m.block_acts[l - 1],
                    m.x(l - 1), m.scratch_layout, m.scratch.data(), scale);
@@ -334,16 +383,18 @@ const T* Model<T, Ops>::last_final_hidden() const {
 template <class T, class Ops>
 size_t Model<T, Ops>::activation_bytes() const {
   const Impl& m = *impl_;
-  size_t elems = m.residual.size() + m.head_acts.size() + m.scratch.size() + m.recompute_acts.size();
+  size_t elems = m.residual.size() + m.head_acts.size() + m.scratch.size() + m.shared_acts.size();
   for (const auto& b : m.kept_acts) elems += b.size();
-  return elems * sizeof(T);
+  for (const auto& b : m.packed_fp32) elems += b.size();
+  size_t bf16_elems = 0;
+  for (const auto& b : m.packed_bf16) bf16_elems += b.size();
+  return elems * sizeof(T) + bf16_elems * sizeof(uint16_t);
 }
 
 template class Model<float>;
 template class Model<double>;
 #ifdef ASTERIA_HAVE_CUDA
 template class Model<float, CudaOps>;
-template class Model<float, CudaBf16Ops>;
 #endif
 
 }  // namespace asteria

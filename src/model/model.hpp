@@ -19,10 +19,19 @@
 //                                              the gradient buffers, so micro-batches accumulate;
 //                                              zero_grads() starts a step
 // T is float for training and double for finite-difference checks. Ops is the backend the
-// layers run on (model/ops/op_set.hpp): CpuOps (host memory) or CudaOps / CudaBf16Ops (float;
-// device memory, in builds with ASTERIA_HAVE_CUDA): params(l), grads(l), bind_* and last_final_hidden() are then
+// layers run on (model/ops/op_set.hpp): CpuOps (host memory) or CudaOps (float; device memory,
+// in builds with ASTERIA_HAVE_CUDA): params(l), grads(l), bind_* and last_final_hidden() are then
 // device pointers, set_batch and init take host values and move them over. All buffers (parameters,
 // gradients, activations) are allocated once in the constructor for the given batch size.
+//
+// Precision (runtime.precision; T float): Fp32, or Bf16: the linear layers' GEMMs on bf16
+// operands with fp32 accumulation, and what each block keeps for its backward stored as bf16
+// (activation_layout.hpp says which tensors stay fp32). Every block then runs its forward in one
+// shared fp32 buffer, rounds the kept tensors there to bf16 (so the backward reads the same
+// values whether they were packed and widened again or recomputed: recompute on and off give the
+// same bits) and packs them into bf16 buffers of its own; its backward widens them back into the
+// shared buffer. Parameters, gradients, the residual stream and the head stay fp32, on both
+// backends alike (the CPU rounds at the same places as the GPU).
 //
 // Storage::Image: the parameters only (no gradients, no activations): the host image of a model
 // that runs on another backend (init, checkpoints, export read and write it); it runs nothing.
@@ -37,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "model/activation_recompute.hpp"
 #include "model/model_config.hpp"
 #include "model/param_table.hpp"
@@ -45,14 +55,13 @@ namespace asteria {
 
 struct CpuOps;
 struct CudaOps;
-struct CudaBf16Ops;
 
 template <class T, class Ops = CpuOps>
 class Model {
  public:
   enum class Storage { Owned, Bound, Image };
   Model(const ModelConfig& cfg, int batch, Storage storage = Storage::Owned,
-        const ActivationRecompute& recompute = {});
+        const ActivationRecompute& recompute = {}, ComputePrecision precision = ComputePrecision::Fp32);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -110,7 +119,6 @@ extern template class Model<float>;
 extern template class Model<double>;
 #ifdef ASTERIA_HAVE_CUDA
 extern template class Model<float, CudaOps>;
-extern template class Model<float, CudaBf16Ops>;
 #endif
 
 // Parameter count and tables without allocating a model (for --dry-run of big presets).
@@ -120,8 +128,9 @@ std::vector<std::string> model_layer_names(const ModelConfig& cfg);
 // Per layer (as model_layer_names), whether it recomputes its activations for its backward.
 std::vector<bool> model_recomputed_layers(const ModelConfig& cfg,
                                           const ActivationRecompute& recompute);
-// Activation bytes a Model<float> of this config, micro-batch and recompute would allocate.
-size_t model_activation_bytes(const ModelConfig& cfg, int batch,
-                              const ActivationRecompute& recompute = {});
+// Activation bytes a Model<float> of this config, micro-batch, recompute and precision would
+// allocate.
+size_t model_activation_bytes(const ModelConfig& cfg, int batch, const ActivationRecompute& recompute = {},
+                              ComputePrecision precision = ComputePrecision::Fp32);
 
 }  // namespace asteria

@@ -46,8 +46,6 @@ std::unique_ptr<SecondOrderOptimizer> device_twin(const Config& cfg, const Model
                                                 /*own_memory=*/false, cuda_block_backend());
 }
 
-// Ops: CudaOps (runtime.precision fp32) or CudaBf16Ops (bf16).
-template <class Ops>
 class CudaTraining final : public DeviceTraining {
  public:
   CudaTraining(const Config& cfg, Model<float>& image, Optimizer& opt)
@@ -56,7 +54,8 @@ class CudaTraining final : public DeviceTraining {
         compute_scope_(static_cast<cudaStream_t>(compute_stream_->native_handle())),
         image_(image),
         host_opt_(opt),
-        model_(cfg.model, cfg.train.micro_batch, Model<float, Ops>::Storage::Owned, cfg.train.recompute()),
+        model_(cfg.model, cfg.train.micro_batch, Model<float, CudaOps>::Storage::Owned, cfg.train.recompute(),
+               cfg.runtime.precision),
         second_order_(device_twin(cfg, image, opt)) {}
 
   std::string device_name() const override { return backend_->name(); }
@@ -146,7 +145,7 @@ class CudaTraining final : public DeviceTraining {
   cuda::StreamScope compute_scope_;
   Model<float>& image_;
   Optimizer& host_opt_;
-  Model<float, Ops> model_;
+  Model<float, CudaOps> model_;
   std::unique_ptr<SecondOrderOptimizer> second_order_;   // on the device (null: AdamW)
   NvmlEnergy energy_{cuda::current_device_pci_bus_id()};   // the GPU this process computes on
 };
@@ -154,8 +153,7 @@ class CudaTraining final : public DeviceTraining {
 }  // namespace
 
 std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer) {
-  if (cfg.runtime.precision == ComputePrecision::Bf16) return std::make_unique<CudaTraining<CudaBf16Ops>>(cfg, image, optimizer);
-  return std::make_unique<CudaTraining<CudaOps>>(cfg, image, optimizer);
+  return std::make_unique<CudaTraining>(cfg, image, optimizer);
 }
 
 #else  // a build without the CUDA backend

@@ -240,7 +240,8 @@ struct Trainer::Impl {
     const auto storage = sharding->sharded()               ? Model<float>::Storage::Bound
                          : cfg.runtime.backend == BackendKind::Cuda   ? Model<float>::Storage::Image
                                                            : Model<float>::Storage::Owned;
-    model = std::make_unique<Model<float>>(cfg.model, cfg.train.micro_batch, storage, cfg.train.recompute());
+    model = std::make_unique<Model<float>>(cfg.model, cfg.train.micro_batch, storage, cfg.train.recompute(),
+                                           cfg.runtime.precision);
     const std::vector<ParamTable>& owned = sharding->owned_tables();
     // The optimizer's state lives where the tiered state manager puts it (by default: all of it
     // in the device tier: GPU memory on CUDA, host memory on the CPU backend), bound below to the

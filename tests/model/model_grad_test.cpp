@@ -111,8 +111,10 @@ TEST_P(ModelGrad, ChunkedHeadGivesTheSameLossAndGradients) {
 
 // train.activation_recompute: a recomputed block runs the forward's operations again on the
 // same input into the same buffers, so its activations, and the gradients, come out bit for bit
-// as without recompute. Three blocks (all recomputed; every_k = 2: blocks 0 and 2) and two
-// micro-batches, so that a recompute follows other blocks' forwards into the shared buffer.
+// as without recompute; with runtime.precision bf16 too, where a kept block's activations are
+// packed as bf16 and widened back, and a recomputed one's are rounded in place (model.hpp).
+// Three blocks (all recomputed; every_k = 2: blocks 0 and 2) and two micro-batches, so that a
+// recompute follows other blocks' forwards into the shared buffer.
 TEST_P(ModelGrad, ActivationRecomputeGivesBitIdenticalGradients) {
   const auto [arch, tied, qk_norm, z_loss] = GetParam();
   ModelConfig cfg = arch_config(arch, tied, qk_norm, z_loss);
@@ -120,34 +122,86 @@ TEST_P(ModelGrad, ActivationRecomputeGivesBitIdenticalGradients) {
   const int batch = 2;
   const auto micro0 = testing::random_batch(cfg, batch, 81), micro1 = testing::random_batch(cfg, batch, 82);
   using Mode = ActivationRecompute::Mode;
-  auto run = [&](const ActivationRecompute& recompute, std::vector<double>& losses) {
-    auto m = std::make_unique<Model<float>>(cfg, batch, Model<float>::Storage::Owned, recompute);
-    m->init(99);
-    testing::perturb_norm_weights(*m, 7);
-    m->zero_grads();
-    for (const auto* t : {&micro0, &micro1}) {
-      m->set_batch(t->inputs.data(), t->targets.data());
-      losses.push_back(forward_all(*m));
-      backward_all(*m, 0.5);
+  for (const ComputePrecision precision : {ComputePrecision::Fp32, ComputePrecision::Bf16}) {
+    SCOPED_TRACE(to_string(precision));
+    auto run = [&](const ActivationRecompute& recompute, std::vector<double>& losses) {
+      auto m = std::make_unique<Model<float>>(cfg, batch, Model<float>::Storage::Owned, recompute, precision);
+      m->init(99);
+      testing::perturb_norm_weights(*m, 7);
+      m->zero_grads();
+      for (const auto* t : {&micro0, &micro1}) {
+        m->set_batch(t->inputs.data(), t->targets.data());
+        losses.push_back(forward_all(*m));
+        backward_all(*m, 0.5);
+      }
+      return m;
+    };
+    std::vector<double> ref_losses;
+    const auto ref = run({}, ref_losses);
+    for (const ActivationRecompute recompute : {ActivationRecompute{Mode::Blocks, 1}, ActivationRecompute{Mode::EveryK, 2}}) {
+      std::vector<double> losses;
+      const auto m = run(recompute, losses);
+      EXPECT_EQ(losses, ref_losses);
+      for (int l = 0; l < m->num_layers(); l++) {
+        EXPECT_EQ(m->recomputes(l), l >= 1 && l <= 3 && (recompute.mode == Mode::Blocks || (l - 1) % 2 == 0));
+        for (size_t i = 0; i < m->table(l).numel; i++)
+          ASSERT_EQ(m->grads(l)[i], ref->grads(l)[i]) << m->layer_name(l) << " [" << i << "]";
+      }
+      // fp32: one block buffer (the shared one) instead of three, or two (block 1's and the
+      // shared). bf16: every block works in the shared buffer; a recomputed one packs nothing.
+      const BlockActivationLayout layout = block_activation_layout(cfg, batch);
+      const BlockStorageLayout packed = block_storage_layout(cfg, layout);
+      const int recomputed = recompute.recomputed_blocks(cfg.n_layers);
+      const size_t saved = precision == ComputePrecision::Bf16
+                               ? recomputed * (packed.bf16_elems * sizeof(uint16_t) + packed.fp32_elems * sizeof(float))
+                               : (recomputed - 1) * layout.total * sizeof(float);
+      EXPECT_EQ(ref->activation_bytes() - m->activation_bytes(), saved);
+      EXPECT_EQ(m->activation_bytes(), model_activation_bytes(cfg, batch, recompute, precision));
     }
-    return m;
-  };
-  std::vector<double> ref_losses;
-  const auto ref = run({}, ref_losses);
-  for (const ActivationRecompute recompute : {ActivationRecompute{Mode::Blocks, 1}, ActivationRecompute{Mode::EveryK, 2}}) {
-    std::vector<double> losses;
-    const auto m = run(recompute, losses);
-    EXPECT_EQ(losses, ref_losses);
-    for (int l = 0; l < m->num_layers(); l++) {
-      EXPECT_EQ(m->recomputes(l), l >= 1 && l <= 3 && (recompute.mode == Mode::Blocks || (l - 1) % 2 == 0));
-      for (size_t i = 0; i < m->table(l).numel; i++)
-        ASSERT_EQ(m->grads(l)[i], ref->grads(l)[i]) << m->layer_name(l) << " [" << i << "]";
-    }
-    // One block buffer (the shared one) instead of three, or two (block 1's and the shared).
-    const size_t block = block_activation_layout(cfg, batch).total * sizeof(float);
-    EXPECT_EQ(ref->activation_bytes() - m->activation_bytes(), (recompute.mode == Mode::Blocks ? 2 : 1) * block);
-    EXPECT_EQ(m->activation_bytes(), model_activation_bytes(cfg, batch, recompute));
+    EXPECT_EQ(ref->activation_bytes(), model_activation_bytes(cfg, batch, {}, precision));
   }
+}
+
+// runtime.precision bf16 against fp32 on the same parameters and tokens. The GEMMs' operands and
+// the kept activations are rounded to bf16 (8 significant bits: 2^-9 relative per value), the
+// sums stay fp32, so a dot product is off by about 2^-9 relative; through the few dozen ops of
+// this model that is a few 1e-3 on the loss and up to a few percent on a layer's gradient:
+// bounds 1e-2 and 5e-2 (a wrong op or a tensor read before it was widened is off by far more,
+// tens of percent). The gradients must differ too: bf16 that changes nothing was not applied.
+TEST_P(ModelGrad, Bf16StaysWithinBf16RoundingOfFp32) {
+  const auto [arch, tied, qk_norm, z_loss] = GetParam();
+  const ModelConfig cfg = arch_config(arch, tied, qk_norm, z_loss);
+  const int batch = 2;
+  const auto tokens = testing::random_batch(cfg, batch, 85);
+  Model<float> fp32(cfg, batch), bf16(cfg, batch, Model<float>::Storage::Owned, {}, ComputePrecision::Bf16);
+  double loss[2];
+  Model<float>* models[2] = {&fp32, &bf16};
+  for (int i = 0; i < 2; i++) {
+    models[i]->init(21);
+    testing::perturb_norm_weights(*models[i], 9);
+    models[i]->set_batch(tokens.inputs.data(), tokens.targets.data());
+    models[i]->zero_grads();
+    loss[i] = forward_all(*models[i]);
+    backward_all(*models[i], 1.0);
+  }
+  EXPECT_NEAR(loss[1], loss[0], 1e-2 * std::fabs(loss[0]));
+  EXPECT_NE(loss[1], loss[0]);
+  for (int l = 0; l < fp32.num_layers(); l++) {
+    double norm = 0, diff = 0;
+    for (size_t i = 0; i < fp32.table(l).numel; i++) {
+      norm += double(fp32.grads(l)[i]) * fp32.grads(l)[i];
+      diff += double(bf16.grads(l)[i] - fp32.grads(l)[i]) * (bf16.grads(l)[i] - fp32.grads(l)[i]);
+    }
+    EXPECT_LE(std::sqrt(diff), 5e-2 * std::sqrt(norm)) << fp32.layer_name(l);
+    if (fp32.table(l).numel > 0) EXPECT_GT(diff, 0) << fp32.layer_name(l);
+  }
+  // Memory: each kept block packs about half its bytes, beside one shared fp32 block buffer (so
+  // two blocks save nothing; eight do).
+  EXPECT_EQ(bf16.activation_bytes(), model_activation_bytes(cfg, batch, {}, ComputePrecision::Bf16));
+  ModelConfig deep = cfg;
+  deep.n_layers = 8;
+  EXPECT_LT(model_activation_bytes(deep, batch, {}, ComputePrecision::Bf16),
+            0.8 * model_activation_bytes(deep, batch, {}, ComputePrecision::Fp32));
 }
 
 // model.attention: the tiled kernel (no T x T kept) against the full one, in the whole model.

@@ -1,17 +1,22 @@
 // Layer ops against hand-computed values: RoPE angles, causal masking, softmax cross-entropy,
-// z-loss, and the vectorizable exp.
+// z-loss, the vectorizable exp, and the bf16 ops (storage rounding, linear on bf16 operands).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <numbers>
 #include <vector>
 
+#include "core/bf16.hpp"
 #include "grad_check.hpp"
+#include "model/ops/bf16_storage.hpp"
 #include "model/ops/attention.hpp"
 #include "model/ops/attention_tiled.hpp"
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/fast_exp.hpp"
+#include "model/ops/linear.hpp"
 #include "model/ops/rope.hpp"
 
 namespace asteria {
@@ -184,6 +189,77 @@ TEST(FastExp, RelativeErrorOverTrainingRange) {
   EXPECT_EQ(ops::fast_exp(1000.0f), INFINITY);
   EXPECT_EQ(ops::fast_exp(89.0f), INFINITY);
   EXPECT_TRUE(std::isnan(ops::fast_exp(NAN)));
+}
+
+}  // namespace
+}  // namespace asteria
+
+namespace asteria {
+namespace {
+
+// Round to nearest, ties to even, on values chosen by hand: 1 + 2^-8 is a tie between 1 and
+// 1 + 2^-7 (goes to 1, even); 1 + 3 * 2^-8 ties up to 1 + 2^-6; just above a tie rounds up;
+// 65535 rounds to 65536; infinities stay; NaN stays NaN; -0 stays -0.
+TEST(Bf16Storage, RoundsToNearestEvenAndPacksAndWidensExactly) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, 65535.0f,
+                                -2.5f, inf, -inf, -0.0f, std::nanf(""), 3.0e-39f};
+  const std::vector<float> want = {1.0f, 1.0f + 0x1p-6f, 1.0f + 0x1p-7f, 65536.0f, -2.5f, inf, -inf, -0.0f};
+  std::vector<uint16_t> packed(x.size());
+  std::vector<float> widened(x.size()), rounded = x;
+  ops::pack_bf16(packed.data(), x.data(), x.size());
+  ops::unpack_bf16(widened.data(), packed.data(), x.size());
+  ops::round_to_bf16(rounded.data(), rounded.size());
+  for (size_t i = 0; i < want.size(); i++) {
+    EXPECT_EQ(widened[i], want[i]) << i;
+    EXPECT_EQ(std::signbit(widened[i]), std::signbit(want[i])) << i;
+  }
+  EXPECT_TRUE(std::isnan(widened[8]));
+  for (size_t i = 0; i < x.size(); i++) {
+    EXPECT_EQ(packed[i], to_bf16(x[i]).bits) << i;   // the host type's rounding, which the GPU's matches
+    EXPECT_EQ(std::memcmp(&rounded[i], &widened[i], sizeof(float)), 0) << i;   // round == pack + unpack
+  }
+  // Many values: parallel loops give the same bits as the scalar rounding.
+  testing::TestRng rng(5);
+  std::vector<float> big(1 << 16);
+  for (float& v : big) v = static_cast<float>(rng.uniform() * 1e3);
+  std::vector<float> big_rounded = big;
+  ops::round_to_bf16(big_rounded.data(), big_rounded.size());
+  for (size_t i = 0; i < big.size(); i++) ASSERT_EQ(big_rounded[i], to_float(to_bf16(big[i]))) << i;
+}
+
+// The linear layer on bf16 operands equals the fp32 one given the operands rounded beforehand,
+// bit for bit: it rounds them and runs the same GEMMs (the products of bf16 values are exact in
+// fp32, so the GPU's tensor cores differ only in the order of the sums).
+TEST(Bf16Linear, EqualsFp32LinearOnRoundedOperands) {
+  const int N = 7, IC = 12, OC = 5;
+  testing::TestRng rng(3);
+  auto fill = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& e : v) e = static_cast<float>(rng.uniform());
+    return v;
+  };
+  const std::vector<float> x = fill(N * IC), w = fill(OC * IC), dy = fill(N * OC);
+  auto rounded = [](std::vector<float> v) {
+    for (float& e : v) e = to_float(to_bf16(e));
+    return v;
+  };
+  for (const bool acc : {false, true}) {
+    std::vector<float> y = fill(N * OC), dx = fill(N * IC), dw = fill(OC * IC);
+    std::vector<float> y_ref = y, dx_ref = dx, dw_ref = dw;
+    ops::linear_forward_bf16(y.data(), x.data(), w.data(), N, IC, OC, acc);
+    ops::linear_backward_bf16(dx.data(), dw.data(), dy.data(), x.data(), w.data(), N, IC, OC, 0.5f, acc);
+    ops::linear_forward(y_ref.data(), rounded(x).data(), rounded(w).data(), N, IC, OC, acc);
+    ops::linear_backward(dx_ref.data(), dw_ref.data(), rounded(dy).data(), rounded(x).data(), rounded(w).data(), N,
+                         IC, OC, 0.5f, acc);
+    EXPECT_EQ(y, y_ref);
+    EXPECT_EQ(dx, dx_ref);
+    EXPECT_EQ(dw, dw_ref);
+  }
+  std::vector<float> y_bf16(N * OC), y_fp32(N * OC);   // and the rounding is applied
+  ops::linear_forward_bf16(y_bf16.data(), x.data(), w.data(), N, IC, OC, false);
+  ops::linear_forward(y_fp32.data(), x.data(), w.data(), N, IC, OC, false);
+  EXPECT_NE(y_bf16, y_fp32);
 }
 
 }  // namespace

@@ -15,6 +15,15 @@ template <class T>
 void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
                      int IC, int OC, T scale, bool accumulate_dinp);
 
+// The same contract with bf16 operands (runtime.precision bf16): inp, weight and dout are
+// rounded to bf16 and the products accumulate in fp32 into the fp32 out / dinp / dweight, as
+// autocast does. On the CPU the rounded operands are fp32 values in the calling thread's
+// workspace (grown once, then reused) and the GEMM is OpenBLAS's sgemm: a product of two bf16
+// values is exact in fp32, so only the order of the fp32 sums differs from the GPU's.
+void linear_forward_bf16(float* out, const float* inp, const float* weight, int N, int IC, int OC, bool accumulate);
+void linear_backward_bf16(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                          int N, int IC, int OC, float scale, bool accumulate_dinp);
+
 // The CUDA backend's op (ops/cuda/linear.cu): the same contract on device pointers, queued on
 // the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
 // with the CUDA backend.
@@ -27,9 +36,7 @@ template <class T>
 void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
                      int IC, int OC, T scale, bool accumulate_dinp);
 
-// The same contract with bf16 operands on the tensor cores: inp, weight and dout are rounded to
-// bf16 (into the calling thread's workspace) and the products accumulate in fp32 into the fp32
-// out / dinp / dweight, as autocast does. The precision of runtime.precision bf16 (CudaBf16Ops).
+// bf16 operands on the tensor cores (the bf16 copies in the calling thread's workspace).
 template <class T>
 void linear_forward_bf16(T* out, const T* inp, const T* weight, int N, int IC, int OC, bool accumulate);
 

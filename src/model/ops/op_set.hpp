@@ -5,18 +5,22 @@
 //   CudaOps  the ops of ops/cuda/ on device memory (cuda::DeviceBuffer<T>), float; declared in
 //            every build, usable only where ASTERIA_HAVE_CUDA is defined (its ops are linked
 //            from the asteria_cuda library)
-//   CudaBf16Ops  CudaOps with bf16 GEMM operands in the linear layers (runtime.precision bf16)
 // Each op forwards to ops::<op> or ops::cuda::<op>, which have the same signature (one header
 // per op). Besides the ops, an op set names its memory (Array<T>) and the moves across the
 // host boundary: to_device / to_host (plain copies on the CPU) and zero.
+// runtime.precision is a property of the run, not of the op set: both backends have the bf16
+// ops (linear_*_bf16, the bf16 storage ops), and linear_forward_at / linear_backward_at below
+// pick the linear layer's variant.
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/buffer.hpp"
 #include "core/cuda/device_buffer.hpp"
 #include "model/ops/attention.hpp"
 #include "model/ops/attention_tiled.hpp"
+#include "model/ops/bf16_storage.hpp"
 #include "model/ops/copy.hpp"
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/embedding.hpp"
@@ -33,7 +37,8 @@ namespace asteria {
   X(layernorm_forward) X(layernorm_backward) X(rope_forward) X(rope_backward)         \
   X(attention_forward) X(attention_backward) X(attention_tiled_forward)               \
   X(attention_tiled_backward) X(swiglu_forward) X(swiglu_backward)                    \
-  X(embedding_forward) X(embedding_backward) X(cross_entropy_fused) X(copy) X(copy_columns)
+  X(embedding_forward) X(embedding_backward) X(cross_entropy_fused) X(copy) X(copy_columns)   \
+  X(linear_forward_bf16) X(linear_backward_bf16) X(pack_bf16) X(unpack_bf16) X(round_to_bf16)
 
 #define ASTERIA_FORWARD_OP_TO(ns, op) \
   template <class... A>               \
@@ -67,16 +72,22 @@ struct CudaOps {
   static void zero(T* p, size_t n) { cuda::device_zero(p, n * sizeof(T)); }
 };
 
-// CudaOps with the linear layers' GEMMs (the LM head's too) on bf16 operands with fp32
-// accumulation (ops::cuda::linear_*_bf16); everything else, and all stored values, fp32.
-struct CudaBf16Ops : CudaOps {
-  ASTERIA_FORWARD_OP_TO(::asteria::ops::cuda, linear_forward_bf16)
-  ASTERIA_FORWARD_OP_TO(::asteria::ops::cuda, linear_backward_bf16)
-  template <class... A>
-  static void linear_forward(A&&... a) { linear_forward_bf16(std::forward<A>(a)...); }
-  template <class... A>
-  static void linear_backward(A&&... a) { linear_backward_bf16(std::forward<A>(a)...); }
-};
+// The linear layer at the run's precision: bf16 operands when `bf16` (runtime.precision bf16;
+// T float), else T's. T double (the finite-difference checks) always computes in double.
+template <class Ops, class T>
+void linear_forward_at(bool bf16, T* out, const T* inp, const T* weight, int N, int IC, int OC, bool accumulate) {
+  if constexpr (std::is_same_v<T, float>)
+    if (bf16) return Ops::linear_forward_bf16(out, inp, weight, N, IC, OC, accumulate);
+  Ops::linear_forward(out, inp, weight, N, IC, OC, accumulate);
+}
+
+template <class Ops, class T>
+void linear_backward_at(bool bf16, T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N, int IC,
+                        int OC, T scale, bool accumulate_dinp) {
+  if constexpr (std::is_same_v<T, float>)
+    if (bf16) return Ops::linear_backward_bf16(dinp, dweight, dout, inp, weight, N, IC, OC, scale, accumulate_dinp);
+  Ops::linear_backward(dinp, dweight, dout, inp, weight, N, IC, OC, scale, accumulate_dinp);
+}
 
 #undef ASTERIA_FORWARD_CUDA_OP
 #undef ASTERIA_FORWARD_CPU_OP

@@ -24,7 +24,7 @@ namespace asteria {
 namespace {
 
 // What the activation figure depends on besides the model: "micro-batch 1 x seq 2048,
-// recompute blocks, attention tiled, head chunk 512".
+// recompute blocks, attention tiled, head chunk 512, stored as bf16".
 std::string activation_mode(const Config& cfg) {
   std::string s = "micro-batch " + std::to_string(cfg.train.micro_batch) + " x seq " +
                   std::to_string(cfg.model.seq_len) + ", recompute " +
@@ -33,6 +33,7 @@ std::string activation_mode(const Config& cfg) {
     s += " (k = " + std::to_string(cfg.train.recompute_every_k) + ")";
   s += std::string(", attention ") + to_string(cfg.model.attention);
   if (cfg.model.head_chunk > 0) s += ", head chunk " + std::to_string(cfg.model.head_chunk);
+  if (cfg.runtime.precision == ComputePrecision::Bf16) s += ", stored as bf16";
   return s;
 }
 
@@ -397,7 +398,7 @@ std::string dry_run_report(const Config& given) {
   const double p = static_cast<double>(pc.total) * sizeof(float);
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, model_param_tables(cfg.model));
   const double opt = static_cast<double>(ob.total());
-  const double act = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute()));
+  const double act = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute(), cfg.runtime.precision));
   os << "# memory estimate (fp32, one process)\n"
      << "params:           " << human_bytes(p) << "\n"
      << "grads:            " << human_bytes(p) << "\n"

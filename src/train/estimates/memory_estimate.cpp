@@ -92,7 +92,7 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   m.optimizer_on_disk = on_disk;
   m.optimizer = static_cast<double>(ob.total()) - on_disk + static_cast<double>(layout.device_cache_bytes);
   if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
-  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute()));
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute(), cfg.runtime.precision));
   m.refresh_work = refresh_work_bytes(cfg, tables);
   // runtime.backend cuda: gradients, activations and the device tier's optimizer state live in
   // device memory; the host holds the parameters as the run's image (train/device_training.hpp)
@@ -110,7 +110,7 @@ MemoryEstimate device_memory(const Config& cfg, TierCheck tier_check) {
   m.params = m.grads = static_cast<double>(count_params(cfg.model).total) * sizeof(float);
   const TierLayout layout = configured_tier_layout(cfg, tier_check);
   m.optimizer = static_cast<double>(layout.device_home_bytes + layout.device_cache_bytes);
-  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute()));
+  m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute(), cfg.runtime.precision));
   return m;
 }
 

@@ -57,7 +57,7 @@ WorldPlan plan_world(const Config& cfg, TierCheck tier_check) {
   }
   p.shards = shard_model(p.tables, max_dim, G);
   p.one_rank_optim = optimizer_state_bytes(cfg.optim, p.tables);
-  const size_t activations = model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute());
+  const size_t activations = model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute(), cfg.runtime.precision);
   const int L = static_cast<int>(p.tables.size()), micros = cfg.train.grad_accum;
   for (const ParamTable& t : p.tables) p.largest_layer = std::max(p.largest_layer, t.numel);
   p.micro_batches = micros;

@@ -1,8 +1,40 @@
 #include "model/ops/linear.hpp"
 
+#include <initializer_list>
+#include <utility>
+
+#include "core/bf16.hpp"
+#include "core/buffer.hpp"
 #include "core/cpu/gemm.hpp"
+#include "model/ops/parallel.hpp"
 
 namespace asteria::ops {
+
+namespace {
+
+// bf16-rounded copies of up to three operands, side by side in the calling thread's workspace.
+struct Bf16Copies {
+  const float* p[3] = {};
+};
+
+Bf16Copies rounded_copies(std::initializer_list<std::pair<const float*, size_t>> operands) {
+  thread_local Buffer<float> workspace;
+  size_t total = 0;
+  for (const auto& o : operands) total += (o.second + 15) / 16 * 16;
+  if (workspace.size() < total) workspace.resize(total);
+  Bf16Copies out;
+  float* w = workspace.data();
+  int i = 0;
+  for (const auto& [src, n] : operands) {
+    out.p[i++] = w;
+#pragma omp parallel for schedule(static) if (worth_parallel(n))
+    for (size_t k = 0; k < n; k++) w[k] = to_float(to_bf16(src[k]));
+    w += (n + 15) / 16 * 16;
+  }
+  return out;
+}
+
+}  // namespace
 
 template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, int N, int IC, int OC,
@@ -17,6 +49,17 @@ void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* 
     cpu::gemm(false, false, N, IC, OC, T(1), dout, OC, weight, IC, accumulate_dinp ? T(1) : T(0),
               dinp, IC);
   cpu::gemm(true, false, OC, IC, N, scale, dout, OC, inp, IC, T(1), dweight, IC);
+}
+
+void linear_forward_bf16(float* out, const float* inp, const float* weight, int N, int IC, int OC, bool accumulate) {
+  const Bf16Copies h = rounded_copies({{inp, size_t(N) * IC}, {weight, size_t(OC) * IC}});
+  linear_forward(out, h.p[0], h.p[1], N, IC, OC, accumulate);
+}
+
+void linear_backward_bf16(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                          int N, int IC, int OC, float scale, bool accumulate_dinp) {
+  const Bf16Copies h = rounded_copies({{dout, size_t(N) * OC}, {inp, size_t(N) * IC}, {weight, dinp ? size_t(OC) * IC : 0}});
+  linear_backward(dinp, dweight, h.p[0], h.p[1], h.p[2], N, IC, OC, scale, accumulate_dinp);
 }
 
 template void linear_forward<float>(float*, const float*, const float*, int, int, int, bool);
