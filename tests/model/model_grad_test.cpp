@@ -193,7 +193,9 @@ TEST_P(ModelGrad, Bf16StaysWithinBf16RoundingOfFp32) {
       diff += double(bf16.grads(l)[i] - fp32.grads(l)[i]) * (bf16.grads(l)[i] - fp32.grads(l)[i]);
     }
     EXPECT_LE(std::sqrt(diff), 5e-2 * std::sqrt(norm)) << fp32.layer_name(l);
-    if (fp32.table(l).numel > 0) EXPECT_GT(diff, 0) << fp32.layer_name(l);
+    if (fp32.table(l).numel > 0) {
+      EXPECT_GT(diff, 0) << fp32.layer_name(l);
+    }
   }
   // Memory: each kept block packs about half its bytes, beside one shared fp32 block buffer (so
   // two blocks save nothing; eight do).
