@@ -5,6 +5,10 @@
 //
 // step_layer: params -= update(grad * grad_scale), for the layer's whole flat buffer, at
 // learning rate `lr` and 1-based optimizer step `step`. grad_scale carries the global-norm clip.
+// step_part: the same for the preconditioner blocks [first, end) of the layer only (the tiers
+// move a large layer's state in parts, tier_layout.hpp); the part with first 0 also updates the
+// layer's unpreconditioned (1-D) parameters. Stepping every part of a layer, in order, gives
+// the bits of step_layer.
 //
 // State memory: an optimizer built with own_memory binds its state tensors itself; otherwise
 // the caller binds every tensor of layer_states(l) (the tiered state manager) and guarantees
@@ -14,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/stateful.hpp"
 #include "model/param_table.hpp"
 #include "optim/state_tensor.hpp"
+#include "optim/block_range.hpp"
 
 namespace asteria {
 
@@ -54,6 +60,12 @@ class Optimizer : public Stateful {
   ~Optimizer() override = default;
   virtual void step_layer(int layer, float* params, const float* grads, float grad_scale,
                           double lr, int64_t step) = 0;
+  // An optimizer without blocks (AdamW) has one part per layer.
+  virtual void step_part(int layer, BlockRange blocks, float* params, const float* grads, float grad_scale, double lr,
+                         int64_t step) {
+    ASTERIA_ASSERT(blocks.whole(), "layer ", layer, ": this optimizer steps whole layers only");
+    step_layer(layer, params, grads, grad_scale, lr, step);
+  }
   virtual size_t state_bytes() const = 0;
   // Layer l's state tensors; their specs equal optimizer_state_specs() (train/optimizer_factory).
   virtual std::vector<StateTensor*> layer_states(int layer) = 0;

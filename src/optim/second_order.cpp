@@ -132,18 +132,24 @@ void SecondOrderOptimizer::restore_counters(const std::vector<OptimizerCounters>
     }
 }
 
-void SecondOrderOptimizer::step_layer(int layer, float* params, const float* grads, float grad_scale,
-                                      double lr, int64_t step) {
+void SecondOrderOptimizer::step_part(int layer, BlockRange blocks, float* params, const float* grads,
+                                     float grad_scale, double lr, int64_t step) {
   float* comp = comp_.layer(layer);
-  if (backend_.on_device()) {
-    adamw_->update_with(layer, params, comp, grads, grad_scale, lr, step,
-                        [this](auto... args) { backend_.adamw_update(args...); });
-  } else {
-    adamw_->update(layer, params, comp, grads, grad_scale, lr, step);
-  }
   const int nb = static_cast<int>(blocks_[layer].size());
+  const int first = blocks.first, end = blocks.end < 0 ? nb : blocks.end;
+  ASTERIA_ASSERT(first >= 0 && first <= end && end <= nb, "layer ", layer, ": blocks ", first, "-", end, " of ", nb);
+  if (first == 0) {
+    if (backend_.on_device()) {
+      adamw_->update_with(layer, params, comp, grads, grad_scale, lr, step,
+                          [this](auto... args) { backend_.adamw_update(args...); });
+    } else {
+      adamw_->update(layer, params, comp, grads, grad_scale, lr, step);
+    }
+  }
   const BlockStep bs{layer, params, comp, grads, grad_scale, static_cast<float>(lr),
                      static_cast<float>(lr * p_.weight_decay), step};
+  // Which blocks run after the loop is decided over the whole layer, whatever the part, so that
+  // stepping in parts changes no block's thread count (and no bits).
   // An inline refresh inside the block loop runs on one thread. With a staggered schedule
   // usually one block of a layer refreshes at a step, and the other threads would idle through
   // it; when fewer blocks refresh than there are threads, they run after the loop, one at a time,
@@ -166,7 +172,7 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
   std::exception_ptr error;
   const bool host = !backend_.on_device();
 #pragma omp parallel for schedule(dynamic, 1) if (host)
-  for (int bi = 0; bi < nb; ++bi) {
+  for (int bi = first; bi < end; ++bi) {
     if (after_loop_[bi]) continue;
     try {
       step_block(bs, bi, *scratch_[omp_get_thread_num()]);
@@ -176,7 +182,7 @@ void SecondOrderOptimizer::step_layer(int layer, float* params, const float* gra
     }
   }
   if (error) std::rethrow_exception(error);
-  for (int bi = 0; bi < nb; ++bi)
+  for (int bi = first; bi < end; ++bi)
     if (after_loop_[bi]) step_block(bs, bi, *scratch_[0]);
 }
 

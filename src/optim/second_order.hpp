@@ -50,7 +50,11 @@ class SecondOrderOptimizer final : public Optimizer {
                        const BlockBackend& backend = host_block_backend());
   ~SecondOrderOptimizer() override;
   void step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
-                  int64_t step) override;
+                  int64_t step) override {
+    step_part(layer, {}, params, grads, grad_scale, lr, step);
+  }
+  void step_part(int layer, BlockRange blocks, float* params, const float* grads, float grad_scale, double lr,
+                 int64_t step) override;
   size_t state_bytes() const override;
   // The layer's update compensation (when on), its AdamW states, then each block's (in block
   // order).

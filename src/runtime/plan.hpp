@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "optim/block_range.hpp"
+
 namespace asteria {
 
 enum class Lane : uint8_t { Compute, Comm, Staging, Host };
@@ -61,8 +63,9 @@ struct Op {
   OpKind kind{};
   Lane lane = Lane::Compute;
   int layer = -1;              // -1: whole model
-  int block = -1;              // preconditioner block (later optimizers), -1: whole layer; root_jobs:
-                               // which of the step's placed parts (ShadowPlanOps)
+  int block = -1;              // root_job: its preconditioner block; root_jobs: which of the step's
+                               // placed parts (ShadowPlanOps); -1: whole layer
+  BlockRange blocks;           // optim_step, tier_wait, snapshot: the part of the layer they touch
   int micro = -1;              // micro-batch, -1: not per micro-batch
   int64_t tag = -1;            // owner-defined (shadow: the step a root job publishes at; tiers:
                                // the index of the op's move list)

@@ -19,9 +19,13 @@ void PlanBuilder::build(const StepShape& shape, Plan& plan) {
       for (auto* c : contributors_) c->backward(*this, l, m);
   }
   for (auto* c : contributors_) c->optimizer_begin(*this);
+  static const std::vector<BlockRange> kWhole{BlockRange{}};
   for (int l = L - 1; l >= 0; --l) {
     for (auto* c : contributors_) c->optimizer(*this, l);
-    for (auto* c : contributors_) c->after_optimizer(*this, l);
+    for (const BlockRange& part : shape.optimizer_parts ? (*shape.optimizer_parts)[l] : kWhole) {
+      for (auto* c : contributors_) c->optimizer_part(*this, l, part);
+      for (auto* c : contributors_) c->after_optimizer_part(*this, l, part);
+    }
   }
   for (auto* c : contributors_) c->step_end(*this);
   plan_ = nullptr;

@@ -6,8 +6,10 @@
 //                            forward(l, m)   for l = 0 .. L-1
 //                            backward(l, m)  for l = L-1 .. 0
 //   optimizer_begin()
-//   optimizer(l), after_optimizer(l)   for l = L-1 .. 0
+//   for l = L-1 .. 0:        optimizer(l)
+//                            optimizer_part(l, r), after_optimizer_part(l, r)   for each part r of l
 //   step_end()
+// A layer is one part (BlockRange whole) unless the step's shape cuts it (the tiers' units).
 //
 // Contributors are called in registration order at each point (model, fsdp, optimizer, tiers,
 // shadow, coherence in later issues). Each adds ops with PlanBuilder::add and wires
@@ -25,6 +27,8 @@ struct StepShape {
   int64_t step = 0;
   int num_layers = 0;
   int micro_batches = 1;
+  // Per layer, the parts its optimizer step is cut into (TierLayout::parts); null: whole layers.
+  const std::vector<std::vector<BlockRange>>* optimizer_parts = nullptr;
 };
 
 class PlanContributor {
@@ -35,7 +39,8 @@ class PlanContributor {
   virtual void backward(PlanBuilder&, int layer, int micro) {}
   virtual void optimizer_begin(PlanBuilder&) {}
   virtual void optimizer(PlanBuilder&, int layer) {}
-  virtual void after_optimizer(PlanBuilder&, int layer) {}
+  virtual void optimizer_part(PlanBuilder&, int layer, BlockRange part) {}
+  virtual void after_optimizer_part(PlanBuilder&, int layer, BlockRange part) {}
   virtual void step_end(PlanBuilder&) {}
 };
 
@@ -52,6 +57,7 @@ class PlanBuilder {
   int find(OpKind kind, int layer = -1, int micro = -1) const;
   // Ids of all ops of a kind (e.g. every GradNorm before the clip).
   std::vector<int> find_all(OpKind kind) const;
+  const Op& op(int id) const { return plan_->ops[static_cast<size_t>(id)]; }
 
  private:
   std::vector<PlanContributor*> contributors_;

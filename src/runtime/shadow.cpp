@@ -279,18 +279,19 @@ void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
   b.add(std::move(op));
 }
 
-void ShadowPlanOps::after_optimizer(PlanBuilder& b, int layer) {
+void ShadowPlanOps::after_optimizer_part(PlanBuilder& b, int layer, BlockRange part) {
   const int64_t step = b.shape().step;
   const int64_t delay = delay_.at(step);
   if (delay == 0) return;
   std::vector<int> due;
-  for (int bi = 0; bi < blocks_[layer]; ++bi)
+  for (int bi = part.first; bi < (part.end < 0 ? blocks_[layer] : part.end); ++bi)
     if (schedule_.due(layer, bi, step)) due.push_back(bi);
   if (due.empty()) return;
   Op snap;
   snap.kind = OpKind::Snapshot;
   snap.lane = Lane::Staging;
   snap.layer = layer;
+  snap.blocks = part;
   snap.tag = step + delay;
   snap.deps = {b.find(OpKind::OptimStep, layer)};
   snap.reads = {{StateKind::OptimState, layer}};
@@ -325,9 +326,11 @@ void ShadowPlanOps::add_batch(PlanBuilder& b, int which) {
     if ((t.opened == step) != (which == kThisStepsRefreshes)) continue;
     const StateRef snapshot{StateKind::Snapshot, t.layer};
     if (std::find(batch.reads.begin(), batch.reads.end(), snapshot) == batch.reads.end()) batch.reads.push_back(snapshot);
-    // A task of a refresh opened at this step needs this step's snapshot of its layer.
+    // A task of a refresh opened at this step needs this step's snapshot of its block.
     if (t.opened == step) {
-      const int snap = b.find(OpKind::Snapshot, t.layer);
+      int snap = -1;
+      for (int id : b.find_all(OpKind::Snapshot))
+        if (b.op(id).layer == t.layer && b.op(id).blocks.contains(t.block)) snap = id;
       ASTERIA_ASSERT(snap >= 0);
       if (std::find(batch.deps.begin(), batch.deps.end(), snap) == batch.deps.end()) batch.deps.push_back(snap);
     }
@@ -361,7 +364,8 @@ void ShadowPipeline::bind(Executor& ex) {
   // The slots opened at this step (publishing at op.tag) are snapshotted after the layer's
   // optimizer step and before the next one (the executor finishes staging ops within the step).
   ex.bind(OpKind::Snapshot, [this](const Op& op) {
-    for (int bi = 0; bi < static_cast<int>(queues_[op.layer].size()); ++bi) {
+    const int end = op.blocks.end < 0 ? static_cast<int>(queues_[op.layer].size()) : op.blocks.end;
+    for (int bi = op.blocks.first; bi < end; ++bi) {
       SlotPtr slot = find_slot(op.layer, bi, op.tag);
       if (!slot || slot->state != SlotState::AwaitingSnapshot) continue;
       take_snapshot(op.layer, bi, opt_.preconditioner(op.layer, bi), *slot);

@@ -4,9 +4,10 @@
 //
 // At a block's refresh point of optimizer step t, when its refresh is due, a job slot is opened
 // that publishes at step t + D (D = runtime.shadow.delay):
-//   snapshot(layer)      staging lane, after the layer's optim_step: copies the factors (and
-//                        bases) of the layer's refreshing blocks into their job slots (back
-//                        buffers; the optimizer keeps reading its installed roots, the front);
+//   snapshot(layer)      staging lane, after the layer's optim_step (of each part, when the
+//                        tiers step it in parts: the part's blocks): copies the factors (and
+//                        bases) of the refreshing blocks into their job slots (back buffers;
+//                        the optimizer keeps reading its installed roots, the front);
 //   root_job(layer, b)   host lane: the pure refresh computation on a worker thread;
 //   publish_wait(layer)  compute lane, before the layer's optim_step of step t + D: waits for
 //                        the jobs due then (the bounded barrier; the wait is shadow stall);
@@ -56,7 +57,7 @@
 namespace asteria {
 
 // The shadow pipeline's ops in a step's plan: publish_wait(l) before optim_step(l) for the
-// blocks publishing now, snapshot(l) after it and one root_job per block refreshing now (host
+// blocks publishing now, snapshot(l) after it (after each of its parts) and one root_job per block refreshing now (host
 // lane); or, with a placement (compute lane), root_jobs ops running the parts placed at this
 // step: after the last backward (refreshes opened earlier) and at the end (opened now).
 class ShadowPlanOps final : public PlanContributor {
@@ -71,7 +72,7 @@ class ShadowPlanOps final : public PlanContributor {
   // overlap the last gradient reductions, which clip_grads waits for.
   void backward(PlanBuilder& b, int layer, int micro) override;
   void optimizer(PlanBuilder& b, int layer) override;
-  void after_optimizer(PlanBuilder& b, int layer) override;
+  void after_optimizer_part(PlanBuilder& b, int layer, BlockRange part) override;
   // The parts of the refreshes opened at this step (after their snapshots).
   void step_end(PlanBuilder& b) override;
 

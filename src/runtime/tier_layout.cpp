@@ -26,40 +26,21 @@ std::string bytes_text(uint64_t b) {
   return s;
 }
 
-// Bytes the device cache must hold: the largest sum, over prefetch_distance + 1 consecutive
-// layers of the (cyclic) optimizer order, of the slots of states not homed on the device.
-size_t cache_need(const std::vector<size_t>& visiting_per_layer, int distance) {
-  const int L = static_cast<int>(visiting_per_layer.size());
-  const int window = std::min(L, distance + 1);
-  size_t need = 0;
-  for (int start = 0; start < L; ++start) {
-    size_t sum = 0;
-    for (int k = 0; k < window; ++k) sum += visiting_per_layer[(start + k) % L];
-    need = std::max(need, sum);
-  }
-  return need;
-}
+// A layer's states as the optimizer steps them: the layer-wide ones (no block shape: the update
+// compensation, the 1-D parameters' moments) and each preconditioner block's (consecutive
+// states named "<block> / <tensor>"), in layer order.
+struct LayerStates {
+  std::vector<int> wide;
+  std::vector<std::vector<int>> blocks;
+};
 
-}  // namespace
-
-size_t tier_cache_need(const std::vector<std::vector<StateSpec>>& specs, int prefetch_distance) {
-  std::vector<size_t> per_layer;
-  for (const std::vector<StateSpec>& layer : specs) {
-    per_layer.push_back(0);
-    for (const StateSpec& s : layer) per_layer.back() += page_round(s.bytes());
-  }
-  return cache_need(per_layer, prefetch_distance);
-}
-
-namespace {
-
-// Every state with its slot, homed on the host until placed; visiting[l]: layer l's slots not
-// homed on the device.
-void list_states(const std::vector<std::vector<StateSpec>>& specs, TierLayout& t, std::vector<size_t>& visiting) {
+// Every state with its slot, homed on the host until placed.
+std::vector<LayerStates> list_states(const std::vector<std::vector<StateSpec>>& specs, TierLayout& t) {
   const int L = static_cast<int>(specs.size());
   t.by_layer.resize(L);
-  visiting.assign(L, 0);
-  for (int l = 0; l < L; ++l)
+  std::vector<LayerStates> layers(L);
+  for (int l = 0; l < L; ++l) {
+    std::string block;
     for (const StateSpec& s : specs[l]) {
       if (s.count == 0) continue;
       TierState st;
@@ -67,11 +48,101 @@ void list_states(const std::vector<std::vector<StateSpec>>& specs, TierLayout& t
       st.layer = l;
       st.slot = page_round(s.bytes());
       st.home = Tier::Host;
-      t.by_layer[l].push_back(static_cast<int>(t.states.size()));
+      const int id = static_cast<int>(t.states.size());
+      t.by_layer[l].push_back(id);
       t.states.push_back(std::move(st));
-      visiting[l] += t.states.back().slot;
+      if (s.shape.empty()) {
+        layers[l].wide.push_back(id);
+        continue;
+      }
+      const std::string name = s.name.substr(0, s.name.rfind(" / "));
+      if (layers[l].blocks.empty() || name != block) layers[l].blocks.emplace_back();
+      layers[l].blocks.back().push_back(id);
+      block = name;
     }
+  }
+  return layers;
 }
+
+// The units of the optimizer's order for parts of at most `per_part` blocks (0: whole layers).
+void make_units(TierLayout& t, const std::vector<LayerStates>& layers, int per_part) {
+  const int L = t.num_layers();
+  t.blocks_per_part = per_part;
+  t.units.clear();
+  t.parts.assign(L, {});
+  t.first_unit.assign(L, 0);
+  for (int u = 0; u < L; ++u) {
+    const int l = layer_at_use(L, u);
+    const int nb = static_cast<int>(layers[l].blocks.size());
+    t.first_unit[l] = t.num_units();
+    if (per_part == 0 || nb <= per_part) {
+      t.units.push_back({l, BlockRange{}, t.by_layer[l]});
+      t.parts[l].push_back(BlockRange{});
+      continue;
+    }
+    for (int first = 0; first < nb; first += per_part) {
+      TierUnit unit{l, BlockRange{first, std::min(nb, first + per_part)}, layers[l].wide};
+      for (int b = unit.blocks.first; b < unit.blocks.end; ++b)
+        unit.states.insert(unit.states.end(), layers[l].blocks[b].begin(), layers[l].blocks[b].end());
+      if (unit.blocks.end == nb) unit.blocks.end = -1;   // the last part: to the layer's end
+      t.parts[l].push_back(unit.blocks);
+      t.units.push_back(std::move(unit));
+    }
+  }
+}
+
+// Bytes the device cache must hold: the most, over prefetch_distance + 1 consecutive units of
+// the (cyclic) optimizer order, of the slots of their states that visit (each state once: a
+// layer's parts share its layer-wide states).
+size_t cache_need(const TierLayout& t, const std::vector<char>& visiting) {
+  const int U = t.num_units();
+  const int window = std::min(U, t.options.prefetch_distance + 1);
+  std::vector<int> seen(t.states.size(), -1);
+  size_t need = 0;
+  for (int start = 0; start < U; ++start) {
+    size_t sum = 0;
+    for (int k = 0; k < window; ++k)
+      for (int id : t.units[(start + k) % U].states)
+        if (visiting[id] && seen[id] != start) {
+          seen[id] = start;
+          sum += t.states[id].slot;
+        }
+    need = std::max(need, sum);
+  }
+  return need;
+}
+
+// The part sizes to try, largest first: whole layers, then half the largest layer's blocks,
+// halving, down to min_blocks_per_part.
+std::vector<int> part_sizes(const std::vector<LayerStates>& layers, int min_blocks_per_part) {
+  int most = 0;
+  for (const LayerStates& l : layers) most = std::max(most, static_cast<int>(l.blocks.size()));
+  std::vector<int> sizes = {0};
+  const int least = std::max(1, min_blocks_per_part);
+  for (int k = most / 2; k > least; k /= 2) sizes.push_back(k);
+  if (most > least) sizes.push_back(least);
+  return sizes;
+}
+
+}  // namespace
+
+int TierLayout::unit_of(int layer, int first) const {
+  const std::vector<BlockRange>& p = parts[static_cast<size_t>(layer)];
+  for (size_t k = 0; k < p.size(); ++k)
+    if (p[k].first == first) return first_unit[static_cast<size_t>(layer)] + static_cast<int>(k);
+  ASTERIA_ASSERT(false, "layer ", layer, " has no part starting at block ", first);
+  return -1;
+}
+
+size_t tier_cache_need(const std::vector<std::vector<StateSpec>>& specs, int prefetch_distance, int blocks_per_part) {
+  TierLayout t;
+  t.options.prefetch_distance = prefetch_distance;
+  const std::vector<LayerStates> layers = list_states(specs, t);
+  make_units(t, layers, blocks_per_part);
+  return cache_need(t, std::vector<char>(t.states.size(), 1));
+}
+
+namespace {
 
 // The states of some classes in the optimizer's order of use.
 std::vector<int> in_order(const TierLayout& t, std::initializer_list<StateClass> classes) {
@@ -92,15 +163,14 @@ void home_on_device(TierLayout& t, TierState& s) {
 
 // Device: hot states (written every step, so pinning them saves the most moves), while the
 // cache for the states that visit still fits.
-void home_hot_states(TierLayout& t, std::vector<size_t>& visiting, uint64_t device_budget, size_t cache_slack) {
-  const int prefetch = t.options.prefetch_distance;
+void home_hot_states(TierLayout& t, std::vector<char>& visiting, uint64_t device_budget, size_t cache_slack) {
   for (int id : in_order(t, {StateClass::Hot})) {
     TierState& s = t.states[id];
-    visiting[s.layer] -= s.slot;
-    if (t.device_home_bytes + s.slot + cache_need(visiting, prefetch) + cache_slack <= device_budget) {
+    visiting[id] = 0;
+    if (t.device_home_bytes + s.slot + cache_need(t, visiting) + cache_slack <= device_budget) {
       home_on_device(t, s);
     } else {
-      visiting[s.layer] += s.slot;
+      visiting[id] = 1;
     }
   }
 }
@@ -147,25 +217,37 @@ TierLayout place_states(const std::vector<std::vector<StateSpec>>& specs, const 
   ASTERIA_CHECK(options.prefetch_distance >= 0, "runtime.tiers.prefetch_distance must be >= 0");
   TierLayout t;
   t.options = options;
-  std::vector<size_t> visiting;
-  list_states(specs, t, visiting);
+  const std::vector<LayerStates> layers = list_states(specs, t);
+  std::vector<char> visiting(t.states.size(), 1);
   const uint64_t device_budget = options.budget[0];
   size_t total = 0;
   for (const TierState& s : t.states) total += s.slot;
   if (device_budget == kUnbounded || total <= device_budget) {
     // Everything lives on the device; nothing moves.
+    make_units(t, layers, 0);
+    t.cache_need = cache_need(t, visiting);
     for (TierState& s : t.states) {
       home_on_device(t, s);
       t.by_class[static_cast<int>(s.spec.cls)][0] += s.slot;
     }
     return t;
   }
-  const size_t min_cache = cache_need(visiting, options.prefetch_distance) + cache_slack;
+  // Whole layers while the cache for those in flight fits; else the largest parts that do.
+  size_t min_cache = 0;
+  for (int per_part : part_sizes(layers, options.min_blocks_per_part)) {
+    make_units(t, layers, per_part);
+    t.cache_need = cache_need(t, visiting);
+    min_cache = t.cache_need + cache_slack;
+    if (min_cache <= device_budget) break;
+  }
   if (min_cache > device_budget) {
     const int L = static_cast<int>(specs.size());
     fail("runtime.tiers.device.bytes is ", bytes_text(device_budget), ", but the optimizer state of ",
-         std::min(L, options.prefetch_distance + 1), " layer(s) in flight (runtime.tiers.prefetch_distance ",
-         options.prefetch_distance, " + 1) needs ", bytes_text(min_cache), " of device memory",
+         std::min(t.num_units(), options.prefetch_distance + 1),
+         t.blocks_per_part ? " part(s) of layers (of " + std::to_string(t.blocks_per_part) + " blocks, the fewest)"
+                           : std::string(" layer(s)"),
+         " in flight (runtime.tiers.prefetch_distance ", options.prefetch_distance, " + 1; ", L,
+         " layers) needs ", bytes_text(min_cache), " of device memory",
          cache_slack ? " (with room for the cache's fragmentation)" : "",
          "; raise the device budget to at least that or lower the prefetch distance");
   }

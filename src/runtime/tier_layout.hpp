@@ -7,9 +7,14 @@
 //   whatever does not fit its tier (cold)                   -> the next tier down, then disk
 //
 // A state whose home is not the device is brought into the device tier's cache region before
-// the optimizer step that uses it and written back after (runtime/tier_planner.hpp). The cache
-// region must hold the states of prefetch_distance + 1 consecutive layers of the optimizer
-// order (the layers in flight); placement keeps that much of the device budget free.
+// the optimizer step that uses it and written back after (runtime/tier_planner.hpp). The states
+// move in units, one optimizer step each: a whole layer's, or, where the device budget cannot
+// hold prefetch_distance + 1 whole layers, parts of layers (a part: the layer-wide states, i.e.
+// the update compensation and the 1-D parameters' moments, with the states of a run of its
+// preconditioner blocks; the largest parts that fit, halving from half the largest layer's
+// blocks down to TierOptions::min_blocks_per_part). The cache region must hold the states of
+// prefetch_distance + 1 consecutive units of the optimizer order (the units in flight);
+// placement keeps that much of the device budget free.
 // Every state occupies whole pages (kTierPage) in every tier, so that disk I/O can be direct.
 #include <array>
 #include <cstddef>
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "optim/state_tensor.hpp"
+#include "optim/block_range.hpp"
 
 namespace asteria {
 
@@ -34,7 +40,17 @@ inline size_t disk_slot_bytes(size_t bytes) { return kTierPage + page_round(byte
 
 struct TierOptions {
   std::array<uint64_t, kNumTiers> budget{kUnbounded, kUnbounded, kUnbounded};
-  int prefetch_distance = 2;   // layers of the optimizer order prefetched ahead of their use
+  int prefetch_distance = 2;   // units of the optimizer order prefetched ahead of their use
+  // The fewest blocks in a part of a layer: a part's blocks step in parallel, one per thread on
+  // the CPU (train/tier_config.cpp sets the trainer's threads there, 1 on CUDA).
+  int min_blocks_per_part = 1;
+};
+
+// The states one optimizer step needs on the device (the step's `blocks` of `layer`).
+struct TierUnit {
+  int layer = 0;
+  BlockRange blocks;         // whole, or a part
+  std::vector<int> states;   // state ids: the layer's all, or its layer-wide ones and the part's
 };
 
 struct TierState {
@@ -55,8 +71,16 @@ struct TierLayout {
   size_t disk_bytes = 0;                    // file size, header pages included
   // Slot bytes per lifecycle class and home tier.
   std::array<std::array<size_t, kNumTiers>, kNumStateClasses> by_class{};
+  int blocks_per_part = 0;                  // 0: every unit is a whole layer
+  std::vector<TierUnit> units;              // in the optimizer's order of use
+  std::vector<std::vector<BlockRange>> parts;   // per layer: its units' blocks, in order
+  std::vector<int> first_unit;              // per layer: the index of its first unit
+  size_t cache_need = 0;                    // the units in flight's bytes when every state visits
 
   int num_layers() const { return static_cast<int>(by_layer.size()); }
+  int num_units() const { return static_cast<int>(units.size()); }
+  // The unit of layer `layer` whose blocks start at `first` (BlockRange::first).
+  int unit_of(int layer, int first) const;
   bool moves() const { return device_cache_bytes > 0; }
   // The --dry-run report: budgets, and bytes per class per tier.
   std::string describe() const;
@@ -65,10 +89,11 @@ struct TierLayout {
 // The optimizer order of a step: layers L-1 .. 0 (PlanBuilder's optimizer walk).
 inline int layer_at_use(int num_layers, int use) { return num_layers - 1 - use; }
 
-// Bytes the device cache needs for the layers in flight when every state visits it: the most,
-// over prefetch_distance + 1 consecutive layers of the optimizer order, of their page-rounded
-// state.
-size_t tier_cache_need(const std::vector<std::vector<StateSpec>>& specs, int prefetch_distance);
+// Bytes the device cache needs for the units in flight when every state visits it: the most,
+// over prefetch_distance + 1 consecutive units of the optimizer order, of their page-rounded
+// state; units of whole layers (blocks_per_part 0) or parts of at most blocks_per_part blocks.
+size_t tier_cache_need(const std::vector<std::vector<StateSpec>>& specs, int prefetch_distance,
+                       int blocks_per_part = 0);
 
 // Places the states (specs[l]: layer l's states). Throws asteria::Error when the budgets
 // cannot hold them, saying how many bytes each tier would need. cache_slack: device bytes the

@@ -17,8 +17,7 @@ TierManager::TierManager(TierLayout layout, Optimizer& opt, const std::string& d
       stream_(device_is_host_ ? nullptr : backend.create_stream(StreamPriority::Low)),
       device_(backend, layout_.device_home_bytes + layout_.device_cache_bytes, MemoryKind::Device),
       host_(backend, layout_.host_bytes, MemoryKind::PinnedHost),
-      planner_(layout_),
-      missing_(new std::atomic<int>[layout_.num_layers()]) {
+      planner_(layout_) {
   tensors_.resize(layout_.states.size());
   for (int l = 0; l < layout_.num_layers(); ++l) {
     std::vector<StateTensor*> states = opt.layer_states(l);
@@ -42,20 +41,27 @@ TierManager::TierManager(TierLayout layout, Optimizer& opt, const std::string& d
 }
 
 void TierManager::bind_homes() {
-  for (int l = 0; l < layout_.num_layers(); ++l) {
+  units_of_.assign(layout_.states.size(), {});
+  missing_.reset(new std::atomic<int>[layout_.num_units()]);
+  for (int u = 0; u < layout_.num_units(); ++u) {
     int missing = 0;
-    for (int id : layout_.by_layer[l]) {
-      const TierState& s = layout_.states[id];
-      if (s.home == Tier::Device) {
-        tensors_[id]->bind(reinterpret_cast<float*>(device_at(s.home_offset)));
-      } else {
-        tensors_[id]->bind(nullptr);
-        ++missing;
-      }
+    for (int id : layout_.units[u].states) {
+      units_of_[id].push_back(u);
+      missing += layout_.states[id].home != Tier::Device;
     }
-    missing_[l] = missing;
+    missing_[u] = missing;
+  }
+  for (size_t id = 0; id < layout_.states.size(); ++id) {
+    const TierState& s = layout_.states[id];
+    tensors_[id]->bind(s.home == Tier::Device ? reinterpret_cast<float*>(device_at(s.home_offset)) : nullptr);
   }
   device_used_ = device_peak_ = layout_.device_home_bytes;
+}
+
+bool TierManager::layer_resident(int layer) const {
+  for (size_t k = 0; k < layout_.parts[layer].size(); ++k)
+    if (missing_[layout_.first_unit[layer] + static_cast<int>(k)].load() != 0) return false;
+  return true;
 }
 
 void TierManager::device_copy(void* dst, const void* src, size_t bytes) {
@@ -92,7 +98,8 @@ void TierManager::bind(Executor& ex) {
   ex.bind(OpKind::TierWait, [](const Op&) {});   // the executor waited for its dependency
   ex.set_residency_check([this](const Op& op, const StateRef& ref) {
     if (ref.kind != StateKind::OptimState || ref.layer < 0) return true;
-    return layer_resident(ref.layer);
+    if (op.blocks.whole()) return layer_resident(ref.layer);
+    return missing_[layout_.unit_of(ref.layer, op.blocks.first)].load() == 0;
   });
 }
 
@@ -114,11 +121,11 @@ void TierManager::run_moves(const std::vector<TierMove>& moves) {
       t.bind(reinterpret_cast<float*>(dev));
       device_used_ += s.slot;
       device_peak_ = std::max(device_peak_, device_used_);
-      --missing_[s.layer];
+      for (int u : units_of_[m.state]) --missing_[u];
     } else {
       ASTERIA_ASSERT(t.bound() && reinterpret_cast<uint8_t*>(t.data()) == dev, "state '", s.spec.name,
                      "' is evicted from where it is not");
-      ++missing_[s.layer];
+      for (int u : units_of_[m.state]) ++missing_[u];
       t.bind(nullptr);
       if (s.home == Tier::Host) {
         device_copy(host_.data() + s.home_offset, dev, bytes);

@@ -14,7 +14,8 @@
 // handlers replay them, copying on the manager's own low-priority stream and returning once
 // the copies are done (the plan's tier_wait is then the event the optimizer step waits for);
 // the residency check makes the executor refuse any op that would touch a layer's optimizer
-// state while part of it is not on the device.
+// state (the op's part of the layer, when the layout moves it in parts) while part of it is not
+// on the device.
 #include <array>
 #include <atomic>
 #include <memory>
@@ -55,7 +56,8 @@ class TierManager {
   // The step's tier figures (tier_bytes, tier_moved_bytes, tier_stall_s, ...; rank 0's in the
   // record), taken from take_stats and the executor's times of the tier ops (tier_metrics.cpp).
   void record_metrics(StepMetrics& metrics, const Executor& executor);
-  bool layer_resident(int layer) const { return missing_[layer].load() == 0; }
+  // Whether every state of the layer (of all its units) is on the device.
+  bool layer_resident(int layer) const;
   // Checkpoints: the contents of state `id` (layout().states order) wherever it lives now, and
   // back, from and into host memory. Between steps, or on the staging lane (no tier op in
   // flight); the disk tier's checksums apply.
@@ -97,7 +99,8 @@ class TierManager {
   BackendBuffer device_, host_;
   std::unique_ptr<DiskTierFile> disk_;
   TierPlanner planner_;
-  std::unique_ptr<std::atomic<int>[]> missing_;   // per layer: states not on the device
+  std::unique_ptr<std::atomic<int>[]> missing_;   // per unit: states not on the device
+  std::vector<std::vector<int>> units_of_;        // per state: the units that need it
   // Written by the staging lane; read by take_stats() after the executor finished the plan.
   size_t device_used_ = 0, device_peak_ = 0;
   TierStats moved_;

@@ -11,12 +11,15 @@ namespace asteria {
 TierPlanner::TierPlanner(const TierLayout& layout) : layout_(layout) { reset(); }
 
 void TierPlanner::reset() {
-  num_layers_ = layout_.num_layers();
+  num_uses_ = layout_.num_units();
   distance_ = layout_.options.prefetch_distance;
   cache_ = OffsetAllocator(layout_.device_cache_bytes);
   offset_.assign(layout_.states.size(), -1);
-  load_op_.assign(layout_.num_layers(), -1);
+  load_op_.assign(static_cast<size_t>(num_uses_), -1);
   moves_used_ = 0;
+  uses_of_.assign(layout_.states.size(), {});
+  for (int u = 0; u < num_uses_; ++u)
+    for (int id : layout_.units[u].states) uses_of_[id].push_back(u);
   for (size_t id = 0; id < layout_.states.size(); ++id)
     if (layout_.states[id].home == Tier::Device) offset_[id] = static_cast<int64_t>(layout_.states[id].home_offset);
 }
@@ -33,19 +36,20 @@ void TierPlanner::micro_begin(PlanBuilder& b, int micro) {
   moves_used_ = 0;
   std::fill(load_op_.begin(), load_op_.end(), -1);
   // The first uses of the optimizer are prefetched while forward and backward run.
-  for (int use = 0; use < std::min(distance_, num_layers_); ++use) ensure(b, use, 0);
+  for (int use = 0; use < std::min(distance_, num_uses_); ++use) ensure(b, use, 0);
 }
 
-void TierPlanner::optimizer(PlanBuilder& b, int layer) {
+void TierPlanner::optimizer_part(PlanBuilder& b, int layer, BlockRange part) {
   if (!layout_.moves()) return;
-  const int use = num_layers_ - 1 - layer;
-  ASTERIA_ASSERT(layer_at_use(num_layers_, use) == layer, "optimizer order");
+  const int use = layout_.unit_of(layer, part.first);
+  ASTERIA_ASSERT(layout_.units[use].blocks == part, "layer ", layer, ": the plan's part differs from the tiers' unit");
   if (distance_ == 0) ensure(b, use, use);
-  if (distance_ > 0 && use + distance_ < num_layers_) ensure(b, use + distance_, use);
+  if (distance_ > 0 && use + distance_ < num_uses_) ensure(b, use + distance_, use);
   if (load_op_[use] < 0) return;
   Op wait;
   wait.kind = OpKind::TierWait;
   wait.layer = layer;
+  wait.blocks = part;
   wait.deps = {load_op_[use]};
   b.add(std::move(wait));
 }
@@ -56,8 +60,10 @@ int TierPlanner::pick_victim(int use, int current) const {
   for (size_t id = 0; id < offset_.size(); ++id) {
     const TierState& s = layout_.states[id];
     if (offset_[id] < 0 || s.home == Tier::Device) continue;
-    const int u = num_layers_ - 1 - s.layer;                  // its use in every step
-    const int next = u >= current ? u : u + num_layers_;      // its next use from now
+    // Its next use from now (its uses repeat every step).
+    const std::vector<int>& uses = uses_of_[id];
+    const auto later = std::lower_bound(uses.begin(), uses.end(), current);
+    const int next = later != uses.end() ? *later : uses.front() + num_uses_;
     if (next <= use) continue;                                // needed before (or by) this use
     const bool better = next > best_next ||
                         (next == best_next && s.slot > layout_.states[best].slot);   // ties: larger first
@@ -70,17 +76,18 @@ int TierPlanner::pick_victim(int use, int current) const {
 }
 
 void TierPlanner::ensure(PlanBuilder& b, int use, int current) {
-  const int layer = layer_at_use(num_layers_, use);
-  // The layer's states not on the device, largest first (packs best).
+  const TierUnit& unit = layout_.units[use];
+  const int layer = unit.layer;
+  // The unit's states not on the device, largest first (packs best).
   std::vector<int>& need = need_;
   need.clear();
-  for (int id : layout_.by_layer[layer])
+  for (int id : unit.states)
     if (offset_[id] < 0) need.push_back(id);
   if (need.empty()) return;
   std::stable_sort(need.begin(), need.end(),
                    [&](int a, int b) { return layout_.states[a].slot > layout_.states[b].slot; });
   // Place them all at once; while that fails, evict the resident state used furthest ahead and
-  // retry (so evictions happen only when needed, and a layer is never split by fragmentation
+  // retry (so evictions happen only when needed, and a unit is never split by fragmentation
   // that evicting more could cure).
   std::vector<size_t>& at = at_;
   // Move lists by index: next_move_list() may reallocate moves_.
@@ -98,7 +105,7 @@ void TierPlanner::ensure(PlanBuilder& b, int use, int current) {
     const int victim = pick_victim(use, current);
     if (victim < 0)
       fail("the device tier's cache (", layout_.device_cache_bytes, " bytes) cannot hold the optimizer state "
-           "of the layers in flight at use ", use, " (layer ", layer, "): its free space is too small or "
+           "of the units in flight at use ", use, " (layer ", layer, "): its free space is too small or "
            "fragmented; raise runtime.tiers.device.bytes or lower runtime.tiers.prefetch_distance");
     if (evict_tag < 0) {
       next_move_list();
@@ -132,6 +139,7 @@ void TierPlanner::ensure(PlanBuilder& b, int use, int current) {
     op.kind = OpKind::TierPrefetch;
     op.lane = Lane::Staging;
     op.layer = layer;
+    op.blocks = unit.blocks;
     op.tag = load_tag;
     if (evict_op >= 0) op.deps = {evict_op};
     load_op_[use] = b.add(std::move(op));
@@ -176,7 +184,7 @@ bool plans(const TierLayout& layout) {
     for (int64_t step = 1; step <= 1000; ++step) {
       for (size_t id = 0; id < at_start.size(); ++id) at_start[id] = planner.planned_offset(static_cast<int>(id));
       if (!seen.insert(at_start).second) return true;
-      builder.build({step, layout.num_layers(), 1}, plan);
+      builder.build({step, layout.num_layers(), 1, &layout.parts}, plan);
     }
   } catch (const Error&) {
     // the cache's free space was too fragmented for a layer in flight
@@ -187,17 +195,20 @@ bool plans(const TierLayout& layout) {
 }  // namespace
 
 TierLayout place_and_plan_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options) {
-  // Room beyond the layers in flight that the cache may keep: 0, then a page, doubling, and
+  // Room beyond the units in flight that the cache may keep: 0, then a page, doubling, and
   // last all the device budget has beyond them (no hot state homed on the device).
-  const size_t in_flight = tier_cache_need(specs, options.prefetch_distance);
+  TierLayout layout = place_states(specs, options);   // too small even for the units in flight: throws
+  if (plans(layout)) return layout;
+  const size_t in_flight = layout.cache_need;
+  const int per_part = layout.blocks_per_part;
   const uint64_t budget = options.budget[0];
   const size_t most_room = budget == kUnbounded ? 0 : budget > in_flight ? budget - in_flight : 0;
   size_t room = 0;
-  for (;;) {
-    TierLayout layout = place_states(specs, options, room);   // too small even for the layers in flight: throws
-    if (plans(layout)) return layout;
-    if (room >= most_room) break;
+  while (room < most_room) {
     room = std::min(most_room, room ? 2 * room : kTierPage);
+    TierLayout more = place_states(specs, options, room);
+    if (more.blocks_per_part != per_part) break;   // the room took the cache to smaller parts
+    if (plans(more)) return more;
   }
   // Fragmentation needs more device memory than the budget: find the least that does.
   auto works = [&](size_t r) {
@@ -213,8 +224,8 @@ TierLayout place_and_plan_states(const std::vector<std::vector<StateSpec>>& spec
     (works(mid) ? hi : lo) = mid;
   }
   fail("runtime.tiers.device.bytes is ", options.budget[0], " bytes: the optimizer state of the ",
-       std::min<int>(static_cast<int>(specs.size()), options.prefetch_distance + 1),
-       " layer(s) in flight (runtime.tiers.prefetch_distance ", options.prefetch_distance, " + 1) is ", in_flight,
+       std::min(layout.num_units(), options.prefetch_distance + 1), per_part ? " part(s) of layers" : " layer(s)",
+       " in flight (runtime.tiers.prefetch_distance ", options.prefetch_distance, " + 1) is ", in_flight,
        " bytes, but its loads fragment the device cache so that it needs ", in_flight + hi,
        " bytes; raise the device budget to at least that or lower the prefetch distance");
 }

@@ -2,17 +2,18 @@
 // The tiered state manager's ops in each step's plan (docs/DESIGN.md "The plan": tiers prefetch and
 // evict, placed by next use).
 //
-// The optimizer steps layers in a fixed order every step (uses 0 .. L-1 = layers L-1 .. 0), so
-// the next use of every state is known when the plan is built. The planner simulates the device
-// tier's cache region at plan time and decides every move and every address:
+// The optimizer steps the tier layout's units (whole layers, or parts of them) in a fixed order
+// every step (uses 0 .. U-1: layers L-1 .. 0, each layer's parts in order), so the next use of
+// every state is known when the plan is built. The planner simulates the device tier's cache
+// region at plan time and decides every move and every address:
 //   - the states of use i are prefetched d = prefetch_distance uses ahead: at the start of the
 //     step (during forward/backward) for i < d, else right before use i - d;
 //   - a prefetch that finds the cache full first evicts the resident state whose next use is
 //     furthest away (Belady's choice, optimal for a known sequence), never one needed by a use
 //     up to i (those are in flight);
 //   - tier_evict (staging) writes the victims back to their home tier, tier_prefetch (staging)
-//     loads the layer's states, and tier_wait (compute) before optim_step(layer) waits for the
-//     load: its wait is the tier stall.
+//     loads the unit's states, and tier_wait (compute) before the unit's optim_step waits for
+//     the load: its wait is the tier stall.
 // The executor runs the staging ops in plan order, so the tier manager (tier_manager.hpp)
 // replays exactly the planned moves and the device tier never holds more than its budget.
 #include <cstdint>
@@ -40,7 +41,7 @@ class TierPlanner final : public PlanContributor {
   void reset();
 
   void micro_begin(PlanBuilder& b, int micro) override;
-  void optimizer(PlanBuilder& b, int layer) override;
+  void optimizer_part(PlanBuilder& b, int layer, BlockRange part) override;
 
   const TierLayout& layout() const { return layout_; }
   // The moves of a tier_evict / tier_prefetch op (its tag) of the plan built last.
@@ -60,21 +61,23 @@ class TierPlanner final : public PlanContributor {
   std::vector<TierMove>& next_move_list();
 
   const TierLayout& layout_;
-  int num_layers_ = 0;
+  int num_uses_ = 0;                      // the layout's units
   int distance_ = 0;
   OffsetAllocator cache_;                 // the cache region, offsets from its start
   std::vector<int64_t> offset_;           // per state: device-arena offset, -1 when not on the device
   std::vector<std::vector<TierMove>> moves_;   // per tier op of the current plan (capacity reused)
   size_t moves_used_ = 0;
   std::vector<int> load_op_;              // per use of the current plan: its tier_prefetch op, or -1
+  std::vector<std::vector<int>> uses_of_;   // per state: the uses that need it, ascending
   std::vector<int> need_;                 // ensure()'s scratch
   std::vector<size_t> at_;
 };
 
 // place_states, checked by planning steps until they repeat (a step's moves depend only on what
 // the cache holds when it starts): when the cache region's free space is too fragmented to load
-// the layers in flight, places again keeping more of the device budget for the cache (slack
-// doubling from one page) until every step plans, or fails with the device bytes that would do.
+// the units in flight, places again keeping more of the device budget for the cache (slack
+// doubling from one page, while the units stay as large) until every step plans, or fails with
+// the device bytes that would do.
 TierLayout place_and_plan_states(const std::vector<std::vector<StateSpec>>& specs, const TierOptions& options);
 
 }  // namespace asteria

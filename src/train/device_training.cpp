@@ -101,15 +101,15 @@ class CudaTraining final : public DeviceTraining {
   double grad_sum_of_squares(int l) override { return cuda::sum_of_squares(model_.grads(l), model_.table(l).numel); }
   float* grads(int l) override { return model_.grads(l); }
 
-  void optim_step(int l, float grad_scale, double lr, int64_t step) override {
+  void optim_step(int l, BlockRange blocks, float grad_scale, double lr, int64_t step) override {
     float* g = model_.grads(l);
     if (second_order_) {
-      second_order_->step_layer(l, model_.params(l), g, grad_scale, lr, step);
+      second_order_->step_part(l, blocks, model_.params(l), g, grad_scale, lr, step);
     } else {
       static_cast<AdamW&>(host_opt_).step_layer_with(l, model_.params(l), g, grad_scale, lr, step,
                                                      [](auto... args) { cuda::adamw_update(args...); });
     }
-    CudaOps::zero(g, model_.table(l).numel);
+    if (blocks.end < 0) CudaOps::zero(g, model_.table(l).numel);   // after the layer's last part
     cuda::synchronize_current_stream();
   }
 

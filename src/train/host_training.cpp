@@ -61,15 +61,16 @@ double HostTraining::grad_sum_of_squares(int l) {
   return sum_of_squares(g, sharding_.count(l));
 }
 
-void HostTraining::optim_step(int l, float clip_scale, double lr, int64_t step) {
+void HostTraining::optim_step(int l, BlockRange blocks, float clip_scale, double lr, int64_t step) {
+  const bool last_part = blocks.end < 0;   // the tiers' last part of a layer ends at its last block
   if (sharding_.sharded()) {
-    optimizer_.step_layer(l, sharding_.shard_params(l), sharding_.shard_grads(l), clip_scale, lr, step);
-    sharding_.zero_shard_grads(l);
+    optimizer_.step_part(l, blocks, sharding_.shard_params(l), sharding_.shard_grads(l), clip_scale, lr, step);
+    if (last_part) sharding_.zero_shard_grads(l);
     return;
   }
   float* g = model_.grads(l);
-  optimizer_.step_layer(l, model_.params(l), g, clip_scale, lr, step);
-  std::fill(g, g + model_.table(l).numel, 0.0f);
+  optimizer_.step_part(l, blocks, model_.params(l), g, clip_scale, lr, step);
+  if (last_part) std::fill(g, g + model_.table(l).numel, 0.0f);
 }
 
 double HostTraining::eval_loss(const int32_t* inputs, const int32_t* targets) {

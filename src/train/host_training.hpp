@@ -40,7 +40,7 @@ class HostTraining final : public TrainingTarget {
   double last_z_loss() const override { return model_.last_z_loss(); }
   float* grads(int l) override { return model_.grads(l); }
   double grad_sum_of_squares(int l) override;
-  void optim_step(int l, float clip_scale, double lr, int64_t step) override;
+  void optim_step(int l, BlockRange blocks, float clip_scale, double lr, int64_t step) override;
   double eval_loss(const int32_t* inputs, const int32_t* targets) override;
   void record_metrics(StepMetrics& metrics) override;
 

@@ -116,7 +116,7 @@ std::string describe_step_plan(const Config& given, int64_t step) {
   // The tiers' moves depend on what earlier steps left on the device: plan every step up to this
   // one (plans are cheap to build; nothing runs).
   Plan plan;
-  for (int64_t s = 1; s <= step; ++s) builder.build({s, L, cfg.train.grad_accum}, plan);
+  for (int64_t s = 1; s <= step; ++s) builder.build({s, L, cfg.train.grad_accum, &layout.parts}, plan);
   return plan.describe(names, [&](const Op& op) {
            if (op.lane == Lane::Comm && comm.world) return comm_op_detail(*comm.world, op, cfg.train.grad_accum);
            return op.kind == OpKind::RootJobBatch ? shadow.ops->describe(op, names) : tiers.describe(op);

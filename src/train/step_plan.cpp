@@ -105,10 +105,11 @@ void OptimizerStepOps::optimizer_begin(PlanBuilder& b) {
   b.add(std::move(op));
 }
 
-void OptimizerStepOps::optimizer(PlanBuilder& b, int layer) {
+void OptimizerStepOps::optimizer_part(PlanBuilder& b, int layer, BlockRange part) {
   Op op;
   op.kind = OpKind::OptimStep;
   op.layer = layer;
+  op.blocks = part;
   op.deps = {b.find(OpKind::ClipGrads)};
   op.reads = {grads(layer)};
   op.writes = {params(layer), {StateKind::OptimState, layer}, grads(layer)};

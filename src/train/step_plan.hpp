@@ -34,7 +34,7 @@ class OptimizerStepOps final : public PlanContributor {
  public:
   void backward(PlanBuilder& b, int layer, int micro) override;
   void optimizer_begin(PlanBuilder& b) override;
-  void optimizer(PlanBuilder& b, int layer) override;
+  void optimizer_part(PlanBuilder& b, int layer, BlockRange part) override;
 
  private:
   void add_grad_norm(PlanBuilder& b, int layer);

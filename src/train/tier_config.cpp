@@ -1,5 +1,6 @@
 #include "train/tier_config.hpp"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,8 @@ TierOptions tier_options(const Config& cfg) {
   TierOptions o;
   o.budget = {parse_byte_size(t.device.bytes), parse_byte_size(t.host.bytes), parse_byte_size(t.disk.bytes)};
   o.prefetch_distance = t.prefetch_distance;
+  // A part's blocks step in parallel on the CPU, one per thread; on the GPU one after another.
+  o.min_blocks_per_part = cfg.runtime.backend == BackendKind::Cuda ? 1 : std::max(1, omp_get_max_threads());
   return o;
 }
 

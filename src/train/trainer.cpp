@@ -335,7 +335,7 @@ struct Trainer::Impl {
     });
     executor->bind(OpKind::GradNorm, [this](const Op& op) { grad_sq[op.layer] = target->grad_sum_of_squares(op.layer); });
     executor->bind(OpKind::ClipGrads, [this](const Op&) { clip_grads(); });
-    executor->bind(OpKind::OptimStep, [this](const Op& op) { target->optim_step(op.layer, clip_scale, lr, step); });
+    executor->bind(OpKind::OptimStep, [this](const Op& op) { target->optim_step(op.layer, op.blocks, clip_scale, lr, step); });
   }
 
   void clip_grads() {
@@ -492,7 +492,7 @@ struct Trainer::Impl {
     for (step = resumed.step + 1; step <= last; ++step) {
       if (step > resumed.step + 1) adapt_placement();   // before the step's plan is built
       lr = lr_at(step, cfg.optim.lr, cfg.train);
-      builder.build({step, model->num_layers(), cfg.train.grad_accum}, plan);
+      builder.build({step, model->num_layers(), cfg.train.grad_accum, &tiers->layout().parts}, plan);
       loss_sum = 0;
       executor->reset_times();
       metrics.begin_step();

@@ -6,12 +6,14 @@
 //
 // Every call returns when its work is done (on the device: when the device has run it), so the
 // plan's op times are the work's. The gradient of a layer is complete once backward(l) of the
-// step's last micro-batch returned; optim_step(l) steps layer l with it and zeroes it for the
-// next step.
+// step's last micro-batch returned; optim_step(l, blocks) steps those blocks of layer l with it
+// (the whole layer, or one of the tiers' parts of it, in order) and, after the layer's last
+// part, zeroes it for the next step.
 #include <cstdint>
 #include <optional>
 
 #include "core/step_metrics.hpp"
+#include "optim/block_range.hpp"
 
 namespace asteria {
 
@@ -32,7 +34,7 @@ class TrainingTarget {
   virtual float* grads(int l) = 0;
   // The sum of squares of the gradient this rank steps layer l with (its shard when sharded).
   virtual double grad_sum_of_squares(int l) = 0;
-  virtual void optim_step(int l, float clip_scale, double lr, int64_t step) = 0;
+  virtual void optim_step(int l, BlockRange blocks, float clip_scale, double lr, int64_t step) = 0;
 
   // The mean cross-entropy of one eval batch (forward only, between steps).
   virtual double eval_loss(const int32_t* inputs, const int32_t* targets) = 0;

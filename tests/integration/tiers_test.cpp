@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "model/model.hpp"
+#include "optim/optimizer_factory.hpp"
 #include "train/tier_config.hpp"
 #include "trainer_runs.hpp"
 
@@ -120,6 +122,48 @@ TEST_P(Tiers, PrefetchDistanceDoesNotChangeTheResult) {
       moved += r["tier_moved_bytes"]["disk_to_device"].get<size_t>();
     }
     EXPECT_GT(moved, 0u) << "distance " << distance;
+  }
+}
+
+// A device budget below the whole layers in flight: the tiers move each layer's state in parts
+// (its layer-wide states with a run of its blocks; runtime/tier_layout.hpp) and the optimizer
+// steps one part at a time, snapshots per part in asteria mode, with the same bits as in memory.
+// Blocks of at most 64 rows or columns cut the tiny model's layers into 8 to 16 blocks.
+TEST_P(Tiers, LayersMovedInPartsAreBitIdenticalAndWithinBudget) {
+  const std::vector<std::string> blocks = {"optim.max_preconditioner_dim=64", "runtime.tiers.prefetch_distance=1"};
+  const Config in_memory_cfg = config(blocks);
+  const TierLayout in_memory = configured_tier_layout(in_memory_cfg);
+  size_t total = 0;
+  for (const TierState& s : in_memory.states) total += s.slot;
+  const auto specs = optimizer_state_specs(in_memory_cfg.optim, model_param_tables(in_memory_cfg.model));
+  const int least = tier_options(in_memory_cfg).min_blocks_per_part;
+  const size_t whole = tier_cache_need(specs, 1), finest = tier_cache_need(specs, 1, least);
+  ASSERT_LT(2 * finest, whole);   // parts make the cache far smaller
+  // Room for the finest parts and an eighth more (fragmentation), well below whole layers.
+  const size_t device = finest + finest / 8;
+  std::vector<std::string> tiers = blocks;
+  tiers.insert(tiers.end(), {"runtime.tiers.device.bytes=" + std::to_string(device),
+                             "runtime.tiers.host.bytes=" + std::to_string(total / 8)});
+  const TierLayout layout = configured_tier_layout(config(tiers), TierCheck::Planned);
+  EXPECT_GT(layout.blocks_per_part, 0);
+  EXPECT_GT(layout.num_units(), layout.num_layers());
+  for (std::vector<std::string> mode : {std::vector<std::string>{"runtime.mode=native"},
+                                        std::vector<std::string>{"runtime.mode=asteria", "runtime.stagger=true",
+                                                                 "runtime.shadow.delay=1", "runtime.shadow.lane=workers",
+                                                                 "runtime.shadow.threads=2"}}) {
+    SCOPED_TRACE(mode[0]);
+    std::vector<std::string> sets = blocks;
+    sets.insert(sets.end(), mode.begin(), mode.end());
+    const std::vector<float> reference = train_params(config(sets));
+    sets.insert(sets.end(), tiers.begin(), tiers.end());
+    const std::vector<float> tiered = train_params(config(sets));
+    EXPECT_TRUE(same_bits(reference, tiered));
+    size_t from_disk = 0;
+    for (const nlohmann::json& r : metrics()) {
+      EXPECT_LE(r["tier_device_peak_bytes"].get<size_t>(), device) << "step " << r["step"];
+      from_disk += r["tier_moved_bytes"]["disk_to_device"].get<size_t>();
+    }
+    EXPECT_GT(from_disk, 0u);
   }
 }
 

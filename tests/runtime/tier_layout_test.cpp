@@ -124,3 +124,66 @@ TEST(TierLayout, DeviceTooSmallForOneLayerIsRefused) {
   EXPECT_NE(e.find("runtime.tiers.device.bytes"), std::string::npos) << e;
   EXPECT_NE(e.find(std::to_string(5 * kTierPage)), std::string::npos) << e;
 }
+
+namespace {
+
+// `layers` layers of `blocks` preconditioner blocks: a layer-wide state of `wide_pages` pages
+// (no shape, as the update compensation) and per block a hot factor and a warm basis of one
+// page each, named "<block> / <tensor>" as the optimizers name them.
+std::vector<std::vector<StateSpec>> block_specs(int layers, int blocks, size_t wide_pages) {
+  std::vector<std::vector<StateSpec>> s(layers);
+  const size_t page = kTierPage / 4;
+  for (int l = 0; l < layers; ++l) {
+    s[l].push_back({"l" + std::to_string(l) + ".compensation", wide_pages * page, StateClass::Hot, {}});
+    for (int b = 0; b < blocks; ++b) {
+      const std::string block = "l" + std::to_string(l) + ".b" + std::to_string(b);
+      s[l].push_back({block + " / L", page, StateClass::Hot, {32, 32}});
+      s[l].push_back({block + " / QL", page, StateClass::Warm, {32, 32}});
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+// A device budget below the whole layers in flight: the layers move in parts, the largest that
+// fit (halving from half the most blocks a layer has, not below min_blocks_per_part), each part
+// its layer's layer-wide states and its run of blocks, in the optimizer's order.
+TEST(TierLayout, LayersTooLargeForTheCacheMoveInParts) {
+  const auto s = block_specs(3, 8, 2);   // a layer: 2 + 8 * 2 = 18 pages
+  EXPECT_EQ(tier_cache_need(s, 1), 36 * kTierPage);       // two whole layers
+  EXPECT_EQ(tier_cache_need(s, 1, 4), 2 * 10 * kTierPage);   // two parts of 4 blocks, each with the wide state
+  EXPECT_EQ(tier_cache_need(s, 1, 2), 2 * 6 * kTierPage);
+  // Within one layer, consecutive parts share its wide state: counted once.
+  const auto one = block_specs(1, 8, 2);
+  EXPECT_EQ(tier_cache_need(one, 1, 2), (2 + 2 * 2 * 2) * kTierPage);
+
+  TierOptions o = budgets(20 * kTierPage, 0, kUnbounded, 1);
+  o.min_blocks_per_part = 2;
+  const TierLayout t = place_states(s, o);
+  EXPECT_EQ(t.blocks_per_part, 4);   // 20 pages hold two parts of 4 blocks (10 pages each), not of 8
+  ASSERT_EQ(t.num_units(), 6);
+  const std::vector<int> layer_of_use = {2, 2, 1, 1, 0, 0};
+  for (int u = 0; u < 6; ++u) {
+    const TierUnit& unit = t.units[u];
+    EXPECT_EQ(unit.layer, layer_of_use[u]);
+    EXPECT_EQ(unit.blocks, (u % 2 == 0 ? BlockRange{0, 4} : BlockRange{4, -1})) << u;
+    ASSERT_EQ(unit.states.size(), 9u);
+    EXPECT_EQ(unit.states[0], t.by_layer[unit.layer][0]);   // the layer-wide state first
+    EXPECT_EQ(t.states[unit.states[1]].spec.name, "l" + std::to_string(unit.layer) + ".b" +
+                                                      std::to_string(unit.blocks.first) + " / L");
+    EXPECT_EQ(t.unit_of(unit.layer, unit.blocks.first), u);
+  }
+  EXPECT_EQ(t.parts[1], (std::vector<BlockRange>{{0, 4}, {4, -1}}));
+  EXPECT_EQ(t.cache_need, 20 * kTierPage);
+  EXPECT_EQ(t.device_cache_bytes, 20 * kTierPage);   // no room left to home hot state
+
+  // Not below the fewest blocks a part may have: the message names the parts.
+  o.budget[0] = 10 * kTierPage;
+  o.min_blocks_per_part = 4;
+  const std::string e = error_of(s, o);
+  EXPECT_NE(e.find("part(s) of layers (of 4 blocks, the fewest)"), std::string::npos) << e;
+  // With room for whole layers, whole layers (as before parts existed).
+  o.budget[0] = 40 * kTierPage;
+  EXPECT_EQ(place_states(s, o).blocks_per_part, 0);
+}

@@ -36,11 +36,15 @@ std::string mib_text(uint64_t bytes) { return std::to_string(bytes / kMiB) + "Mi
 struct StateSizes {
   std::vector<std::vector<StateSpec>> specs;
   uint64_t hot = 0, rest = 0;
-  explicit StateSizes(const Config& c) : specs(optimizer_state_specs(c.optim, model_param_tables(c.model))) {
+  int min_blocks_per_part = 1;
+  explicit StateSizes(const Config& c)
+      : specs(optimizer_state_specs(c.optim, model_param_tables(c.model))),
+        min_blocks_per_part(tier_options(c).min_blocks_per_part) {
     for (const auto& layer : specs)
       for (const StateSpec& spec : layer) (spec.cls == StateClass::Hot ? hot : rest) += page_round(spec.bytes());
   }
-  uint64_t cache_need(int distance) const { return tier_cache_need(specs, distance); }
+  // The least the tiers reach: the layers moved in the smallest parts (tier_layout.hpp).
+  uint64_t cache_need(int distance) const { return tier_cache_need(specs, distance, min_blocks_per_part); }
 };
 
 class Chooser {
@@ -115,7 +119,7 @@ class Chooser {
       parts.push_back({"runtime.tiers", tiers_text(c, e),
                        "all optimizer state in memory needs " + human_bytes(all_in_memory) + "; the hot state (moments, "
                        "factors) stays in memory first, then the rest, beside the cache of the " + std::to_string(d + 1) +
-                       " layers in flight" + gpu_text(x)});
+                       " layers (or parts of layers) in flight" + gpu_text(x)});
       return true;
     }
     return false;
@@ -157,7 +161,7 @@ class Chooser {
         const MemoryEstimate e = in_.estimate(c, TierCheck::Planned);
         parts.push_back({"runtime.tiers", tiers_text(c, e),
                          "the least the tiers reach: all optimizer state on disk but the cache of the " +
-                             std::to_string(d + 1) + " layers in flight; the run needs " + human_bytes(e.total()) +
+                             std::to_string(d + 1) + " layers (or parts of layers) in flight; the run needs " + human_bytes(e.total()) +
                              " and may go over its limit"});
         return true;
       } catch (const Error&) {   // the cache's fragmentation needs more room

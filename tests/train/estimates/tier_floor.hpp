@@ -1,7 +1,7 @@
 #pragma once
-// The least memory the tiers alone can bring a config to: one layer prefetched, the device tier
-// just the two layers in flight (raised an eighth at a time while the cache's fragmentation
-// needs more), nothing on the host. Placement tests set limits between it and the all-in-memory
+// The least memory the tiers alone can bring a config to: one unit prefetched, the device tier
+// just the two units in flight, the layers in their smallest parts (raised an eighth at a time
+// while the cache's fragmentation needs more), nothing on the host. Placement tests set limits between it and the all-in-memory
 // need.
 #include "config/config.hpp"
 #include "core/error.hpp"
@@ -26,7 +26,9 @@ inline double least_with_tiers(const Config& c) {
   Config x = c;
   x.runtime.tiers.prefetch_distance = 1;
   x.runtime.tiers.host.bytes = "0";
-  for (size_t device = tier_cache_need(optimizer_state_specs(x.optim, model_param_tables(x.model)), 1);; device += device / 8) {
+  const int least_part = tier_options(x).min_blocks_per_part;
+  for (size_t device = tier_cache_need(optimizer_state_specs(x.optim, model_param_tables(x.model)), 1, least_part);;
+       device += device / 8) {
     x.runtime.tiers.device.bytes = std::to_string(device);
     try {
       return process_memory(x).total();
