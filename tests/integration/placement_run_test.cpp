@@ -66,7 +66,9 @@ TEST_F(PlacedRun, TiersThenRecomputeTrainToTheSameBitsAndSaySo) {
     ASSERT_FALSE(expected.parts.empty());
     EXPECT_EQ(expected.parts[0].key, "runtime.tiers");
     EXPECT_FALSE(expected.changes_math) << expected.describe();
-    if (fraction > 1) EXPECT_GT(expected.parts.size(), 1u) << expected.describe();
+    if (fraction > 1) {
+      EXPECT_GT(expected.parts.size(), 1u) << expected.describe();
+    }
     EXPECT_TRUE(same_bits(in_memory, train_params(cfg))) << expected.describe();
     const nlohmann::json info = run_info()["placement"];
     EXPECT_EQ(info["limit_bytes"].get<uint64_t>(), limit);
