@@ -77,8 +77,11 @@ std::string Plan::describe(const std::vector<std::string>& layer_names,
     os << head;
     if (op.micro >= 0) os << " micro=" << op.micro;
     if (op.block >= 0) os << " block=" << op.block;
-    if (!op.blocks.whole())
-      os << " blocks=" << op.blocks.first << "-" << (op.blocks.end < 0 ? std::string("end") : std::to_string(op.blocks.end));
+    if (!op.blocks.whole()) {
+      os << " blocks=" << op.blocks.first << "-";
+      if (op.blocks.end < 0) os << "end";
+      else os << op.blocks.end;
+    }
     if (op.kind == OpKind::RootJob) os << " publish_at=" << op.tag;
     if (!op.deps.empty()) {
       os << " after=";
