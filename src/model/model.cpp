@@ -85,7 +85,7 @@ struct Model<T, Ops>::Impl {
   void store_bf16(int i) {
     if constexpr (std::is_same_v<T, float>) {
       T* a = shared_acts.data();
-      for (const PackedSpan& p : packing.bf16) Ops::round_to_bf16(p.in_layout.in(a), p.in_layout.size);
+      for (const PackedSpan& p : packing.bf16) Ops::round_to_bf16(p.in_layout.in(a), p.in_layout.in(a), p.in_layout.size);
       const int k = packed_index[i];
       if (k < 0) return;
       for (const PackedSpan& p : packing.bf16) Ops::pack_bf16(packed_bf16[k].data() + p.packed, p.in_layout.in(a), p.in_layout.size);

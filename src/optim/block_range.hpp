@@ -9,6 +9,8 @@ struct BlockRange {
   int first = 0, end = -1;
   bool whole() const { return first == 0 && end < 0; }
   bool contains(int block) const { return block >= first && (end < 0 || block < end); }
+  // The end as a block index, for a layer of `blocks` blocks.
+  int end_in(int blocks) const { return end < 0 ? blocks : end; }
   bool operator==(const BlockRange&) const = default;
 };
 

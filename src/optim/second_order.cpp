@@ -136,7 +136,7 @@ void SecondOrderOptimizer::step_part(int layer, BlockRange blocks, float* params
                                      float grad_scale, double lr, int64_t step) {
   float* comp = comp_.layer(layer);
   const int nb = static_cast<int>(blocks_[layer].size());
-  const int first = blocks.first, end = blocks.end < 0 ? nb : blocks.end;
+  const int first = blocks.first, end = blocks.end_in(nb);
   ASTERIA_ASSERT(first >= 0 && first <= end && end <= nb, "layer ", layer, ": blocks ", first, "-", end, " of ", nb);
   if (first == 0) {
     if (backend_.on_device()) {

@@ -284,7 +284,7 @@ void ShadowPlanOps::after_optimizer_part(PlanBuilder& b, int layer, BlockRange p
   const int64_t delay = delay_.at(step);
   if (delay == 0) return;
   std::vector<int> due;
-  for (int bi = part.first; bi < (part.end < 0 ? blocks_[layer] : part.end); ++bi)
+  for (int bi = part.first; bi < part.end_in(blocks_[layer]); ++bi)
     if (schedule_.due(layer, bi, step)) due.push_back(bi);
   if (due.empty()) return;
   Op snap;
@@ -364,8 +364,7 @@ void ShadowPipeline::bind(Executor& ex) {
   // The slots opened at this step (publishing at op.tag) are snapshotted after the layer's
   // optimizer step and before the next one (the executor finishes staging ops within the step).
   ex.bind(OpKind::Snapshot, [this](const Op& op) {
-    const int end = op.blocks.end < 0 ? static_cast<int>(queues_[op.layer].size()) : op.blocks.end;
-    for (int bi = op.blocks.first; bi < end; ++bi) {
+    for (int bi = op.blocks.first; bi < op.blocks.end_in(static_cast<int>(queues_[op.layer].size())); ++bi) {
       SlotPtr slot = find_slot(op.layer, bi, op.tag);
       if (!slot || slot->state != SlotState::AwaitingSnapshot) continue;
       take_snapshot(op.layer, bi, opt_.preconditioner(op.layer, bi), *slot);

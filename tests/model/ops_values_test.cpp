@@ -209,7 +209,7 @@ TEST(Bf16Storage, RoundsToNearestEvenAndPacksAndWidensExactly) {
   std::vector<float> widened(x.size()), rounded = x;
   ops::pack_bf16(packed.data(), x.data(), x.size());
   ops::unpack_bf16(widened.data(), packed.data(), x.size());
-  ops::round_to_bf16(rounded.data(), rounded.size());
+  ops::round_to_bf16(rounded.data(), rounded.data(), rounded.size());
   for (size_t i = 0; i < want.size(); i++) {
     EXPECT_EQ(widened[i], want[i]) << i;
     EXPECT_EQ(std::signbit(widened[i]), std::signbit(want[i])) << i;
@@ -224,7 +224,7 @@ TEST(Bf16Storage, RoundsToNearestEvenAndPacksAndWidensExactly) {
   std::vector<float> big(1 << 16);
   for (float& v : big) v = static_cast<float>(rng.uniform() * 1e3);
   std::vector<float> big_rounded = big;
-  ops::round_to_bf16(big_rounded.data(), big_rounded.size());
+  ops::round_to_bf16(big_rounded.data(), big.data(), big.size());
   for (size_t i = 0; i < big.size(); i++) ASSERT_EQ(big_rounded[i], to_float(to_bf16(big[i]))) << i;
 }
 

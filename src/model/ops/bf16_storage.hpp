@@ -13,8 +13,8 @@ namespace asteria::ops {
 void pack_bf16(uint16_t* dst, const float* src, size_t n);
 // dst[i] = the fp32 value of the bf16 bits src[i] (exact)
 void unpack_bf16(float* dst, const uint16_t* src, size_t n);
-// x[i] = the fp32 value of x[i] rounded to bf16, in place (what pack + unpack would give)
-void round_to_bf16(float* x, size_t n);
+// dst[i] = the fp32 value of src[i] rounded to bf16 (what pack + unpack would give); dst may be src
+void round_to_bf16(float* dst, const float* src, size_t n);
 
 // The CUDA backend's ops (ops/cuda/bf16_storage.cu): the same contract on device pointers,
 // queued on the calling thread's current stream. Defined in builds with the CUDA backend.
@@ -22,7 +22,7 @@ namespace cuda {
 
 void pack_bf16(uint16_t* dst, const float* src, size_t n);
 void unpack_bf16(float* dst, const uint16_t* src, size_t n);
-void round_to_bf16(float* x, size_t n);
+void round_to_bf16(float* dst, const float* src, size_t n);
 
 }  // namespace cuda
 

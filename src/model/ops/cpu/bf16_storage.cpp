@@ -16,9 +16,9 @@ void unpack_bf16(float* dst, const uint16_t* src, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = to_float(bf16{src[i]});
 }
 
-void round_to_bf16(float* x, size_t n) {
+void round_to_bf16(float* dst, const float* src, size_t n) {
 #pragma omp parallel for schedule(static) if (worth_parallel(n))
-  for (size_t i = 0; i < n; i++) x[i] = to_float(to_bf16(x[i]));
+  for (size_t i = 0; i < n; i++) dst[i] = to_float(to_bf16(src[i]));
 }
 
 }  // namespace asteria::ops

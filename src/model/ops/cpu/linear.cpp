@@ -3,10 +3,9 @@
 #include <initializer_list>
 #include <utility>
 
-#include "core/bf16.hpp"
 #include "core/buffer.hpp"
 #include "core/cpu/gemm.hpp"
-#include "model/ops/parallel.hpp"
+#include "model/ops/bf16_storage.hpp"
 
 namespace asteria::ops {
 
@@ -27,8 +26,7 @@ Bf16Copies rounded_copies(std::initializer_list<std::pair<const float*, size_t>>
   int i = 0;
   for (const auto& [src, n] : operands) {
     out.p[i++] = w;
-#pragma omp parallel for schedule(static) if (worth_parallel(n))
-    for (size_t k = 0; k < n; k++) w[k] = to_float(to_bf16(src[k]));
+    round_to_bf16(w, src, n);
     w += (n + 15) / 16 * 16;
   }
   return out;

@@ -21,9 +21,9 @@ __global__ void unpack_kernel(float* dst, const __nv_bfloat16* src, size_t n) {
   if (i < n) dst[i] = __bfloat162float(src[i]);
 }
 
-__global__ void round_kernel(float* x, size_t n) {
+__global__ void round_kernel(float* dst, const float* src, size_t n) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) x[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+  if (i < n) dst[i] = __bfloat162float(__float2bfloat16_rn(src[i]));
 }
 
 }  // namespace
@@ -42,9 +42,9 @@ void unpack_bf16(float* dst, const uint16_t* src, size_t n) {
   ASTERIA_CUDA_LAUNCH_CHECK();
 }
 
-void round_to_bf16(float* x, size_t n) {
+void round_to_bf16(float* dst, const float* src, size_t n) {
   if (n == 0) return;
-  round_kernel<<<blocks_for(n, 256), 256, 0, asteria::cuda::current_stream()>>>(x, n);
+  round_kernel<<<blocks_for(n, 256), 256, 0, asteria::cuda::current_stream()>>>(dst, src, n);
   ASTERIA_CUDA_LAUNCH_CHECK();
 }
 
