@@ -12,7 +12,7 @@ std::vector<StateSpec> adamw_state_specs(int layer, const ParamTable& table, con
     if (!owns || owns(e)) n += e.numel;
   if (n == 0) return {};
   const std::string base = "layer " + std::to_string(layer) + " / adamw ";
-  return {{base + "m", n, StateClass::Hot, {}}, {base + "v", n, StateClass::Hot, {}}};
+  return {{base + "m", n, StateClass::Hot, {}, {}}, {base + "v", n, StateClass::Hot, {}, {}}};
 }
 
 AdamW::AdamW(const AdamWParams& p, const std::vector<ParamTable>& layers, EntryFilter owns, bool own_memory)
@@ -72,10 +72,10 @@ std::vector<std::vector<StatePiece>> AdamW::state_pieces(int layer) const {
 
 void AdamW::step_layer(int layer, float* params, const float* grads, float grad_scale, double lr,
                        int64_t step) {
-  update(layer, params, comp_.layer(layer), grads, grad_scale, lr, step);
+  update(layer, params, comp_.enabled() ? &comp_ : nullptr, grads, grad_scale, lr, step);
 }
 
-void AdamW::update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
+void AdamW::update(int layer, float* params, UpdateCompensation* comp, const float* grads, float grad_scale, double lr,
                    int64_t step) {
   update_with(layer, params, comp, grads, grad_scale, lr, step, [](auto... args) { adamw_update(args...); });
 }

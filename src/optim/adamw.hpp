@@ -40,15 +40,15 @@ class AdamW final : public Optimizer {
   // The compensation first (when this AdamW keeps one), then m and v.
   std::vector<StateTensor*> layer_states(int layer) override;
   std::vector<std::vector<StatePiece>> state_pieces(int layer) const override;
-  // step_layer with the compensation `comp` of the layer's flat buffer (nullptr: none), for an
-  // optimizer that owns the compensation of the whole layer and gives this AdamW its 1-D part.
-  void update(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
+  // step_layer with the compensation `comp` (nullptr: none), for an optimizer that owns the
+  // compensation of the whole layer and gives this AdamW its 1-D part.
+  void update(int layer, float* params, UpdateCompensation* comp, const float* grads, float grad_scale, double lr,
               int64_t step);
   // update() with `update_op`, an adamw_update of this AdamW's state memory (a device's when a
   // device backend bound it).
   template <class Update>
-  void update_with(int layer, float* params, float* comp, const float* grads, float grad_scale, double lr,
-                   int64_t step, Update&& update_op) {
+  void update_with(int layer, float* params, UpdateCompensation* comp, const float* grads, float grad_scale,
+                   double lr, int64_t step, Update&& update_op) {
     const StateCopies here{comp, m_[layer].size() ? m_[layer].data() : nullptr,
                            v_[layer].size() ? v_[layer].data() : nullptr};
     step_copies(layer, here, params, grads, grad_scale, lr, step, update_op);
@@ -60,13 +60,13 @@ class AdamW final : public Optimizer {
   template <class Update>
   void step_layer_with(int layer, float* params, const float* grads, float grad_scale, double lr, int64_t step,
                        Update&& update_op) {
-    update_with(layer, params, comp_.layer(layer), grads, grad_scale, lr, step, update_op);
+    update_with(layer, params, comp_.enabled() ? &comp_ : nullptr, grads, grad_scale, lr, step, update_op);
   }
 
  private:
   // Where a layer's compensation (null when none), m and v are.
   struct StateCopies {
-    float* comp = nullptr;
+    UpdateCompensation* comp = nullptr;
     float* m = nullptr;
     float* v = nullptr;
   };
@@ -78,7 +78,7 @@ class AdamW final : public Optimizer {
     AdamWCoefficients undecayed = decayed;
     undecayed.wd = 0;
     for (const OwnedEntry& e : owned_[layer])
-      update(params + e.param_offset, s.comp ? s.comp + e.param_offset : nullptr, s.m + e.state_offset,
+      update(params + e.param_offset, s.comp ? s.comp->at(layer, e.param_offset) : nullptr, s.m + e.state_offset,
              s.v + e.state_offset, grads + e.param_offset, grad_scale, e.numel, e.decay ? decayed : undecayed);
   }
 

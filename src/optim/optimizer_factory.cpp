@@ -53,10 +53,12 @@ std::vector<std::vector<StateSpec>> optimizer_state_specs(const OptimConfig& o, 
   AdamW::EntryFilter owns;
   if (o.name != OptimizerKind::AdamW) owns = [embeddings](const ParamEntry& e) { return !is_preconditioned(e, embeddings); };
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-    if (o.compensated_updates && layers[l].numel > 0) out[l].push_back(compensation_state_spec(l, layers[l]));
+    std::vector<MatrixBlock> blocks;
+    if (o.name != OptimizerKind::AdamW) blocks = layer_blocks(l, layers[l], o.max_preconditioner_dim, embeddings);
+    if (o.compensated_updates && layers[l].numel > 0)
+      for (StateSpec& s : compensation_state_specs(l, layers[l], blocks)) out[l].push_back(std::move(s));
     for (StateSpec& s : adamw_state_specs(l, layers[l], owns)) out[l].push_back(std::move(s));
-    if (o.name == OptimizerKind::AdamW) continue;
-    for (const MatrixBlock& b : layer_blocks(l, layers[l], o.max_preconditioner_dim, embeddings))
+    for (const MatrixBlock& b : blocks)
       for (StateSpec& s : preconditioner_state_specs(o.name, b.name, b.rows, b.cols)) out[l].push_back(std::move(s));
   }
   return out;

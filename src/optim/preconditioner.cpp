@@ -116,7 +116,7 @@ std::vector<StateSpec> preconditioner_state_specs(OptimizerKind algorithm, const
   auto spec = [&](const char* tensor, const std::vector<int64_t>& shape, StateClass cls) {
     size_t count = 1;
     for (int64_t d : shape) count *= static_cast<size_t>(d);
-    return StateSpec{block + " / " + tensor, count, cls, shape};
+    return StateSpec{block + " / " + tensor, count, cls, shape, {}};
   };
   constexpr StateClass hot = StateClass::Hot, warm = StateClass::Warm;
   if (algorithm == OptimizerKind::Shampoo)   // factors, inverse roots, first moment, grafting second moment

@@ -8,6 +8,14 @@
 
 namespace asteria {
 
+namespace {
+std::vector<std::vector<MatrixBlock>> all_blocks(const std::vector<ParamTable>& layers, int64_t max_dim, bool embeddings) {
+  std::vector<std::vector<MatrixBlock>> blocks;
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) blocks.push_back(layer_blocks(l, layers[l], max_dim, embeddings));
+  return blocks;
+}
+}  // namespace
+
 struct SecondOrderOptimizer::ThreadScratch {
   Buffer<float> grad;     // the dense, clipped gradient block
   RefreshJob job;
@@ -16,19 +24,21 @@ struct SecondOrderOptimizer::ThreadScratch {
 
 SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std::vector<ParamTable>& layers,
                                            bool own_memory, const BlockBackend& backend)
-    : p_(p), backend_(backend), comp_(p.compensated, layers, own_memory) {
+    : p_(p),
+      backend_(backend),
+      blocks_(all_blocks(layers, p.max_preconditioner_dim, p.precondition_embeddings)),
+      comp_(p.compensated, layers, own_memory, blocks_) {
   size_t max_block = 0;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-    blocks_.push_back(layer_blocks(l, layers[l], p.max_preconditioner_dim, p.precondition_embeddings));
     entry_names_.emplace_back();
     for (const ParamEntry& e : layers[l].entries) entry_names_.back().push_back(e.name);
     std::vector<std::unique_ptr<BlockPreconditioner>> pcs;
-    for (const MatrixBlock& b : blocks_.back()) {
+    for (const MatrixBlock& b : blocks_[l]) {
       pcs.push_back(make_preconditioner(p.algorithm, b.name, b.rows, b.cols, p.precond, own_memory, backend));
       max_block = std::max(max_block, static_cast<size_t>(b.rows * b.cols));
     }
     precond_.push_back(std::move(pcs));
-    skipped_in_a_row_.emplace_back(blocks_.back().size(), 0);
+    skipped_in_a_row_.emplace_back(blocks_[l].size(), 0);
   }
   schedule_ = RefreshSchedule(p.algorithm, p.precond.precondition_frequency, p.precond.start_preconditioning_step,
                               p.stagger, blocks_);
@@ -134,7 +144,7 @@ void SecondOrderOptimizer::restore_counters(const std::vector<OptimizerCounters>
 
 void SecondOrderOptimizer::step_part(int layer, BlockRange blocks, float* params, const float* grads,
                                      float grad_scale, double lr, int64_t step) {
-  float* comp = comp_.layer(layer);
+  UpdateCompensation* comp = comp_.enabled() ? &comp_ : nullptr;
   const int nb = static_cast<int>(blocks_[layer].size());
   const int first = blocks.first, end = blocks.end_in(nb);
   ASTERIA_ASSERT(first >= 0 && first <= end && end <= nb, "layer ", layer, ": blocks ", first, "-", end, " of ", nb);
@@ -146,7 +156,7 @@ void SecondOrderOptimizer::step_part(int layer, BlockRange blocks, float* params
       adamw_->update(layer, params, comp, grads, grad_scale, lr, step);
     }
   }
-  const BlockStep bs{layer, params, comp, grads, grad_scale, static_cast<float>(lr),
+  const BlockStep bs{layer, params, grads, grad_scale, static_cast<float>(lr),
                      static_cast<float>(lr * p_.weight_decay), step};
   // Which blocks run after the loop is decided over the whole layer, whatever the part, so that
   // stepping in parts changes no block's thread count (and no bits).
@@ -205,7 +215,7 @@ void SecondOrderOptimizer::step_block(const BlockStep& bs, int bi, ThreadScratch
   policy_->at_refresh_point(layer, bi, pc, bs.step, due, s.job, s.ws);
   pc.after_refresh(G);
   if (pc.has_direction())
-    backend_.apply_update(bs.params + b.offset, bs.comp ? bs.comp + b.offset : nullptr, b.ld, pc.direction(), b.rows,
+    backend_.apply_update(bs.params + b.offset, comp_.at(layer, b.offset), b.ld, pc.direction(), b.rows,
                           b.cols, bs.lr, bs.lr_wd, /*decay_first=*/p_.algorithm == OptimizerKind::Shampoo);
 }
 

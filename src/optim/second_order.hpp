@@ -86,7 +86,6 @@ class SecondOrderOptimizer final : public Optimizer {
   struct BlockStep {   // one step_layer call's arguments
     int layer;
     float* params;
-    float* comp;       // the layer's update compensation, or nullptr
     const float* grads;
     float grad_scale, lr, lr_wd;
     int64_t step;

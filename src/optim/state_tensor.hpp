@@ -12,6 +12,7 @@
 
 #include "core/buffer.hpp"
 #include "core/error.hpp"
+#include "optim/block_range.hpp"
 
 namespace asteria {
 
@@ -27,6 +28,9 @@ struct StateSpec {
   size_t count = 0;       // floats
   StateClass cls = StateClass::Hot;
   std::vector<int64_t> shape;   // its shape when it is one tensor (block state); {} otherwise
+  // A state without a shape belongs to the layer's steps: every part's (whole()), or, for a
+  // band of the update compensation, those of the blocks it serves (runtime/tier_layout.hpp).
+  BlockRange blocks;
   size_t bytes() const { return count * sizeof(float); }
   bool operator==(const StateSpec&) const = default;
 };

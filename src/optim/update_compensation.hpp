@@ -11,11 +11,18 @@
 // an ulp.
 //
 // `optim.compensated_updates` (default true) turns it on for every optimizer: one fp32 state per
-// parameter ("layer L / update compensation", hot), listed first in the layer's states.
+// parameter, hot, listed first in the layer's states. For AdamW it is one state per layer
+// ("layer L / update compensation"). For an optimizer over preconditioner blocks it is cut into
+// bands, contiguous runs of the layer's flat buffer: one per run of an entry's rows that its
+// blocks share (a row of blocks), and one per entry without blocks; each band names the blocks
+// that use it (StateSpec::blocks), so that a layer moved through the tiers in parts brings only
+// its part's bands (a 50k x 2048 embedding's compensation is 400 MiB, its 2048-row band 16 MiB).
+// The values and the arithmetic are the same either way.
 #include <cstddef>
 #include <vector>
 
 #include "model/param_table.hpp"
+#include "optim/blocks.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/state_tensor.hpp"
 
@@ -29,24 +36,42 @@ inline void compensated_add(float& w, float& c, float delta) {
   w = t;
 }
 
-// The compensation state of layer l (one float per parameter of the layer's flat buffer).
-StateSpec compensation_state_spec(int layer, const ParamTable& table);
+// A contiguous run of a layer's flat buffer with a compensation state of its own.
+struct CompensationBand {
+  size_t offset = 0, count = 0;   // floats, in the layer's flat buffer
+  BlockRange blocks;              // the blocks whose updates use it (whole(): every part's)
+  int entry = -1;                 // its parameter tensor (-1: the whole layer)
+  int64_t row0 = 0, rows = 0;     // of the entry's rows (local to a shard's entry)
+};
+
+// The bands of a layer (in buffer order, tiling it): one for the whole layer when `blocks` is
+// empty; otherwise per entry, a band per distinct row range of its blocks (layer_blocks order:
+// row-major, so a band's blocks are consecutive) or the whole entry when it has no block.
+std::vector<CompensationBand> compensation_bands(const ParamTable& table, const std::vector<MatrixBlock>& blocks);
+
+// The states of those bands, in the same order.
+std::vector<StateSpec> compensation_state_specs(int layer, const ParamTable& table,
+                                                const std::vector<MatrixBlock>& blocks);
 
 // The compensation tensors of every layer, or none when disabled.
 class UpdateCompensation {
  public:
-  UpdateCompensation(bool enabled, const std::vector<ParamTable>& layers, bool own_memory);
-  bool enabled() const { return !states_.empty(); }
-  // Layer l's compensation (nullptr when disabled); resident while the layer's step runs.
-  float* layer(int l) { return enabled() && states_[l].size() > 0 ? states_[l].data() : nullptr; }
-  // The layer's state tensors: the compensation, or none; and their checkpoint pieces (one per
-  // parameter tensor, "optim/compensation/<tensor>").
+  // blocks[l]: layer l's preconditioner blocks (none given: one state per layer).
+  UpdateCompensation(bool enabled, const std::vector<ParamTable>& layers, bool own_memory,
+                     const std::vector<std::vector<MatrixBlock>>& blocks = {});
+  bool enabled() const { return !bands_.empty(); }
+  // The compensation of element `offset` of layer l's flat buffer (nullptr when disabled), in
+  // its band's memory, which must be resident: the rows of a band keep their entry's row stride.
+  float* at(int l, size_t offset);
+  // The layer's state tensors (its bands; none when disabled) and their checkpoint pieces:
+  // "optim/compensation/<tensor>", a band of some of a tensor's rows written as its row-block.
   std::vector<StateTensor*> layer_states(int l);
   std::vector<std::vector<StatePiece>> state_pieces(int l) const;
   size_t state_bytes() const;
 
  private:
-  std::vector<StateTensor> states_;   // per layer; never resized after construction
+  std::vector<std::vector<CompensationBand>> bands_;   // per layer
+  std::vector<std::vector<StateTensor>> states_;       // per layer, per band; never resized after construction
   std::vector<ParamTable> tables_;
   std::vector<OwnedStateMemory> own_memory_;
 };

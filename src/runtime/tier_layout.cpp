@@ -26,12 +26,14 @@ std::string bytes_text(uint64_t b) {
   return s;
 }
 
-// A layer's states as the optimizer steps them: the layer-wide ones (no block shape: the update
-// compensation, the 1-D parameters' moments) and each preconditioner block's (consecutive
-// states named "<block> / <tensor>"), in layer order.
+// A layer's states as the optimizer steps them: the layer-wide ones (no block shape: the 1-D
+// parameters' moments, an update compensation of the whole layer), each preconditioner block's
+// (consecutive states named "<block> / <tensor>"), in layer order, and the states without a shape
+// that serve some blocks only (the update compensation's bands, StateSpec::blocks).
 struct LayerStates {
   std::vector<int> wide;
   std::vector<std::vector<int>> blocks;
+  std::vector<int> banded;
 };
 
 // Every state with its slot, homed on the host until placed.
@@ -52,7 +54,7 @@ std::vector<LayerStates> list_states(const std::vector<std::vector<StateSpec>>& 
       t.by_layer[l].push_back(id);
       t.states.push_back(std::move(st));
       if (s.shape.empty()) {
-        layers[l].wide.push_back(id);
+        (s.blocks.whole() ? layers[l].wide : layers[l].banded).push_back(id);
         continue;
       }
       const std::string name = s.name.substr(0, s.name.rfind(" / "));
@@ -82,6 +84,10 @@ void make_units(TierLayout& t, const std::vector<LayerStates>& layers, int per_p
     }
     for (int first = 0; first < nb; first += per_part) {
       TierUnit unit{l, BlockRange{first, std::min(nb, first + per_part)}, layers[l].wide};
+      for (int id : layers[l].banded) {   // a band some of whose blocks are the part's
+        const BlockRange served = t.states[id].spec.blocks;
+        if (served.first < unit.blocks.end && served.end_in(nb) > unit.blocks.first) unit.states.push_back(id);
+      }
       for (int b = unit.blocks.first; b < unit.blocks.end; ++b)
         unit.states.insert(unit.states.end(), layers[l].blocks[b].begin(), layers[l].blocks[b].end());
       if (unit.blocks.end == nb) unit.blocks.end = -1;   // the last part: to the layer's end

@@ -10,8 +10,8 @@
 // the optimizer step that uses it and written back after (runtime/tier_planner.hpp). The states
 // move in units, one optimizer step each: a whole layer's, or, where the device budget cannot
 // hold prefetch_distance + 1 whole layers, parts of layers (a part: the layer-wide states, i.e.
-// the update compensation and the 1-D parameters' moments, with the states of a run of its
-// preconditioner blocks; the largest parts that fit, halving from half the largest layer's
+// the 1-D parameters' moments, with the states of a run of its preconditioner blocks and the
+// update compensation's bands of those blocks; the largest parts that fit, halving from half the largest layer's
 // blocks down to TierOptions::min_blocks_per_part). The cache region must hold the states of
 // prefetch_distance + 1 consecutive units of the optimizer order (the units in flight);
 // placement keeps that much of the device budget free.

@@ -35,6 +35,7 @@ void TierPlanner::micro_begin(PlanBuilder& b, int micro) {
   if (micro != 0 || !layout_.moves()) return;
   moves_used_ = 0;
   std::fill(load_op_.begin(), load_op_.end(), -1);
+  flush_op_ = layout_.blocks_per_part > 0 ? flush(b) : -1;
   // The first uses of the optimizer are prefetched while forward and backward run.
   for (int use = 0; use < std::min(distance_, num_uses_); ++use) ensure(b, use, 0);
 }
@@ -52,6 +53,26 @@ void TierPlanner::optimizer_part(PlanBuilder& b, int layer, BlockRange part) {
   wait.blocks = part;
   wait.deps = {load_op_[use]};
   b.add(std::move(wait));
+}
+
+int TierPlanner::flush(PlanBuilder& b) {
+  std::vector<TierMove>& list = next_move_list();
+  const size_t base = layout_.device_home_bytes;
+  for (size_t id = 0; id < offset_.size(); ++id) {
+    if (offset_[id] < 0 || layout_.states[id].home == Tier::Device) continue;
+    list.push_back({TierMove::Kind::Evict, static_cast<int>(id), static_cast<size_t>(offset_[id])});
+    cache_.release(static_cast<size_t>(offset_[id]) - base, layout_.states[id].slot);
+    offset_[id] = -1;
+  }
+  if (list.empty()) {
+    --moves_used_;
+    return -1;
+  }
+  Op op;
+  op.kind = OpKind::TierEvict;
+  op.lane = Lane::Staging;
+  op.tag = static_cast<int64_t>(moves_used_ - 1);
+  return b.add(std::move(op));
 }
 
 int TierPlanner::pick_victim(int use, int current) const {
@@ -142,6 +163,7 @@ void TierPlanner::ensure(PlanBuilder& b, int use, int current) {
     op.blocks = unit.blocks;
     op.tag = load_tag;
     if (evict_op >= 0) op.deps = {evict_op};
+    if (flush_op_ >= 0) op.deps.push_back(flush_op_);
     load_op_[use] = b.add(std::move(op));
   }
 }

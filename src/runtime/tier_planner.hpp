@@ -11,6 +11,12 @@
 //   - a prefetch that finds the cache full first evicts the resident state whose next use is
 //     furthest away (Belady's choice, optimal for a known sequence), never one needed by a use
 //     up to i (those are in flight);
+//   - where the units are parts of layers (the cache holds little beyond the units in flight),
+//     every step starts from an empty cache: the states left from the step before (its last
+//     units', used last in this step too) are written back first. Otherwise the best-fit
+//     addresses of many small states drift from step to step and need not repeat, so that the
+//     check below could not show that every step plans; what it costs is nothing (those states
+//     would be evicted before their next use anyway) or, with room to spare, a few reloads;
 //   - tier_evict (staging) writes the victims back to their home tier, tier_prefetch (staging)
 //     loads the unit's states, and tier_wait (compute) before the unit's optim_step waits for
 //     the load: its wait is the tier stall.
@@ -58,6 +64,8 @@ class TierPlanner final : public PlanContributor {
   // use of this step that has not finished (it may be running while the moves run).
   void ensure(PlanBuilder& b, int use, int current);
   int pick_victim(int use, int current) const;
+  // Evicts every state in the cache (a tier_evict op; -1 when there is none).
+  int flush(PlanBuilder& b);
   std::vector<TierMove>& next_move_list();
 
   const TierLayout& layout_;
@@ -68,6 +76,7 @@ class TierPlanner final : public PlanContributor {
   std::vector<std::vector<TierMove>> moves_;   // per tier op of the current plan (capacity reused)
   size_t moves_used_ = 0;
   std::vector<int> load_op_;              // per use of the current plan: its tier_prefetch op, or -1
+  int flush_op_ = -1;                     // the current plan's flush at its start, or -1
   std::vector<std::vector<int>> uses_of_;   // per state: the uses that need it, ascending
   std::vector<int> need_;                 // ensure()'s scratch
   std::vector<size_t> at_;

@@ -16,8 +16,8 @@ namespace {
 std::vector<std::vector<StateSpec>> specs(int layers, size_t hot_pages, size_t warm_pages) {
   std::vector<std::vector<StateSpec>> s(layers);
   for (int l = 0; l < layers; ++l) {
-    s[l].push_back({"l" + std::to_string(l) + ".hot", hot_pages * kTierPage / 4, StateClass::Hot, {}});
-    s[l].push_back({"l" + std::to_string(l) + ".warm", warm_pages * kTierPage / 4, StateClass::Warm, {}});
+    s[l].push_back({"l" + std::to_string(l) + ".hot", hot_pages * kTierPage / 4, StateClass::Hot, {}, {}});
+    s[l].push_back({"l" + std::to_string(l) + ".warm", warm_pages * kTierPage / 4, StateClass::Warm, {}, {}});
   }
   return s;
 }
@@ -60,7 +60,7 @@ TEST(TierLayout, EverythingOnTheDeviceWhenItFits) {
 }
 
 TEST(TierLayout, SlotsArePageRoundedAndDisjoint) {
-  std::vector<std::vector<StateSpec>> s = {{{"a", 1, StateClass::Hot, {}}, {"b", 1025, StateClass::Warm, {}}}};
+  std::vector<std::vector<StateSpec>> s = {{{"a", 1, StateClass::Hot, {}, {}}, {"b", 1025, StateClass::Warm, {}, {}}}};
   TierLayout t = place_states(s, {});
   ASSERT_EQ(t.states.size(), 2u);
   EXPECT_EQ(t.states[0].slot, kTierPage);
@@ -134,11 +134,11 @@ std::vector<std::vector<StateSpec>> block_specs(int layers, int blocks, size_t w
   std::vector<std::vector<StateSpec>> s(layers);
   const size_t page = kTierPage / 4;
   for (int l = 0; l < layers; ++l) {
-    s[l].push_back({"l" + std::to_string(l) + ".compensation", wide_pages * page, StateClass::Hot, {}});
+    s[l].push_back({"l" + std::to_string(l) + ".compensation", wide_pages * page, StateClass::Hot, {}, {}});
     for (int b = 0; b < blocks; ++b) {
       const std::string block = "l" + std::to_string(l) + ".b" + std::to_string(b);
-      s[l].push_back({block + " / L", page, StateClass::Hot, {32, 32}});
-      s[l].push_back({block + " / QL", page, StateClass::Warm, {32, 32}});
+      s[l].push_back({block + " / L", page, StateClass::Hot, {32, 32}, {}});
+      s[l].push_back({block + " / QL", page, StateClass::Warm, {32, 32}, {}});
     }
   }
   return s;

@@ -99,8 +99,8 @@ std::vector<std::vector<StateSpec>> state_specs() {
   std::vector<std::vector<StateSpec>> s(kLayers);
   for (int l = 0; l < kLayers; ++l) {
     const std::string p = "l" + std::to_string(l) + ".";
-    s[l] = {{p + "hot", 1000 + 10u * l, StateClass::Hot, {}}, {p + "warm_a", 3000, StateClass::Warm, {}},
-            {p + "warm_b", 1500 + 700u * l, StateClass::Warm, {}}};
+    s[l] = {{p + "hot", 1000 + 10u * l, StateClass::Hot, {}, {}}, {p + "warm_a", 3000, StateClass::Warm, {}, {}},
+            {p + "warm_b", 1500 + 700u * l, StateClass::Warm, {}, {}}};
   }
   return s;
 }

@@ -23,7 +23,7 @@ std::vector<std::vector<StateSpec>> warm_specs(const std::vector<std::vector<siz
   std::vector<std::vector<StateSpec>> s(pages.size());
   for (size_t l = 0; l < pages.size(); ++l)
     for (size_t k = 0; k < pages[l].size(); ++k)
-      s[l].push_back({"l" + std::to_string(l) + "." + std::to_string(k), pages[l][k] * kTierPage / 4, StateClass::Warm});
+      s[l].push_back({"l" + std::to_string(l) + "." + std::to_string(k), pages[l][k] * kTierPage / 4, StateClass::Warm, {}, {}});
   return s;
 }
 
