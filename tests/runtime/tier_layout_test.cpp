@@ -187,3 +187,50 @@ TEST(TierLayout, LayersTooLargeForTheCacheMoveInParts) {
   o.budget[0] = 40 * kTierPage;
   EXPECT_EQ(place_states(s, o).blocks_per_part, 0);
 }
+
+// The update compensation's bands (no shape, StateSpec::blocks naming the blocks that use them)
+// move with their blocks' parts only: a part brings the layer-wide state, its blocks' states and
+// the bands of its blocks; a band shared by two parts is counted once while both are in flight.
+TEST(TierLayout, CompensationBandsMoveWithTheirBlocksParts) {
+  const size_t page = kTierPage / 4;
+  std::vector<std::vector<StateSpec>> s(2);
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "l" + std::to_string(l);
+    s[l].push_back({p + ".norm moments", page, StateClass::Hot, {}, {}});
+    // Bands: blocks 0, 1, 2 each their own (a tall matrix's rows); blocks 3-5 share one (a wide one's).
+    for (BlockRange r : {BlockRange{0, 1}, BlockRange{1, 2}, BlockRange{2, 3}, BlockRange{3, 6}})
+      s[l].push_back({p + ".band " + std::to_string(r.first), (r.end - r.first) * 2 * page, StateClass::Hot, {}, r});
+    for (int b = 0; b < 6; ++b) {
+      const std::string block = p + ".b" + std::to_string(b);
+      s[l].push_back({block + " / L", page, StateClass::Hot, {32, 32}, {}});
+      s[l].push_back({block + " / QL", page, StateClass::Warm, {32, 32}, {}});
+    }
+  }
+  // Parts of 3 blocks would need 25 pages in flight (the first two parts of a layer), of 2: 21.
+  TierOptions o = budgets(24 * kTierPage, 0, kUnbounded, 1);
+  o.min_blocks_per_part = 2;
+  const TierLayout t = place_states(s, o);
+  ASSERT_EQ(t.blocks_per_part, 2);
+  ASSERT_EQ(t.num_units(), 6);
+  auto names = [&](int u) {
+    std::vector<std::string> out;
+    for (int id : t.units[u].states) out.push_back(t.states[id].spec.name);
+    return out;
+  };
+  EXPECT_EQ(names(0), (std::vector<std::string>{"l1.norm moments", "l1.band 0", "l1.band 1", "l1.b0 / L", "l1.b0 / QL",
+                                                "l1.b1 / L", "l1.b1 / QL"}));
+  EXPECT_EQ(names(1), (std::vector<std::string>{"l1.norm moments", "l1.band 2", "l1.band 3", "l1.b2 / L", "l1.b2 / QL",
+                                                "l1.b3 / L", "l1.b3 / QL"}));
+  EXPECT_EQ(names(2), (std::vector<std::string>{"l1.norm moments", "l1.band 3", "l1.b4 / L", "l1.b4 / QL", "l1.b5 / L",
+                                                "l1.b5 / QL"}));
+  // The most of two consecutive units: units 0 and 1, 1 + 2 + 2 + 2 + 6 (each band once) + 8
+  // block pages = 21 pages (units 1 and 2 share band 3: 1 + 2 + 6 + 8 = 17).
+  EXPECT_EQ(t.cache_need, 21 * kTierPage);
+  // As one layer-wide compensation (the layer's 18 pages in every part) the parts would need more.
+  std::vector<std::vector<StateSpec>> wide = s;
+  for (auto& layer : wide) {
+    layer.erase(layer.begin() + 1, layer.begin() + 5);
+    layer.insert(layer.begin(), StateSpec{"compensation", 18 * page, StateClass::Hot, {}, {}});
+  }
+  EXPECT_GT(tier_cache_need(wide, 1, 2), t.cache_need + 18 * kTierPage);
+}

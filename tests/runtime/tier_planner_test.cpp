@@ -290,3 +290,47 @@ TEST(TierPlanner, FragmentedCacheGetsRoomOrAnErrorWithTheBytesThatWork) {
   EXPECT_GT(refused, 0) << "no configuration fragmented: the test does not reach the refusal";
   EXPECT_LT(refused, tried);
 }
+
+// Layers moved in parts: every step starts from an empty cache (the first tier op writes back
+// what the step before left), so that every step plans the same moves at the same addresses,
+// whatever the sizes of the many small states.
+TEST(TierPlanner, PartsStartEveryStepFromAnEmptyCache) {
+  const size_t page = kTierPage / 4;
+  std::vector<std::vector<StateSpec>> s(3);
+  for (int l = 0; l < 3; ++l)
+    for (int b = 0; b < 6; ++b) {   // uneven blocks: best-fit addresses would drift
+      const std::string block = "l" + std::to_string(l) + ".b" + std::to_string(b);
+      s[l].push_back({block + " / L", (1 + (b + l) % 3) * page, StateClass::Warm, {8, 8}, {}});
+      s[l].push_back({block + " / QL", (1 + b % 2) * page, StateClass::Warm, {8, 8}, {}});
+    }
+  TierOptions o;
+  o.budget = {16 * kTierPage, kUnbounded, kUnbounded};
+  o.prefetch_distance = 1;
+  o.min_blocks_per_part = 2;
+  const TierLayout layout = place_and_plan_states(s, o);
+  ASSERT_GT(layout.blocks_per_part, 0);
+  TierPlanner planner(layout);
+  PlanBuilder builder;
+  builder.add_contributor(&planner);
+  Plan plan;
+  std::vector<std::vector<int64_t>> at_end;
+  for (int64_t step = 1; step <= 3; ++step) {
+    builder.build({step, layout.num_layers(), 1, &layout.parts}, plan);
+    const Op* first = nullptr;
+    for (const Op& op : plan.ops)
+      if (!first && (op.kind == OpKind::TierEvict || op.kind == OpKind::TierPrefetch)) first = &op;
+    ASSERT_NE(first, nullptr);
+    if (step == 1) {
+      EXPECT_EQ(first->kind, OpKind::TierPrefetch);   // nothing to write back yet
+    } else {
+      ASSERT_EQ(first->kind, OpKind::TierEvict);
+      size_t resident = 0;
+      for (int64_t off : at_end.back()) resident += off >= 0;
+      EXPECT_EQ(planner.moves(first->tag).size(), resident);
+    }
+    at_end.emplace_back();
+    for (size_t id = 0; id < layout.states.size(); ++id) at_end.back().push_back(planner.planned_offset(static_cast<int>(id)));
+  }
+  EXPECT_EQ(at_end[1], at_end[0]);
+  EXPECT_EQ(at_end[2], at_end[0]);
+}
