@@ -63,8 +63,14 @@ for opt in $OPTIMIZERS; do
   sleep 1
   train_pid=$(pgrep -P "$pid" asteria-train || echo "$pid")
   : > "$RAW/$opt.rss"
+  peak=0
   while kill -0 "$pid" 2>/dev/null; do
-    awk -v t="$(date +%s)" '/VmRSS/ {print t, $2}' "/proc/$train_pid/status" >> "$RAW/$opt.rss" 2>/dev/null || true
+    rss=$(awk '/VmRSS/ {print $2}' "/proc/$train_pid/status" 2>/dev/null || true)
+    if [[ -n $rss ]]; then
+      echo "$(date +%s) $rss" >> "$RAW/$opt.rss"
+      # The mappings at the highest RSS seen: bench/smaps_top.py says what is resident there.
+      if (( rss > peak )); then peak=$rss; cp "/proc/$train_pid/smaps" "$RAW/$opt.smaps" 2>/dev/null || true; fi
+    fi
     sleep 1
   done
   wait "$pid"
@@ -74,4 +80,7 @@ done
 /usr/bin/python3 bench/olmo_1b_24g_summary.py "$OUT" "$RAW" "$STEPS" "$OPTIMIZERS" | tee "$OUT/summary.md"
 for opt in $OPTIMIZERS; do
   { echo; echo "## $opt: the placement chosen (--dry-run)"; echo '```'; sed -n '/^# placement/,/^$/p' "$RAW/$opt.dry-run.txt"; echo '```'; } | tee -a "$OUT/summary.md"
+  if [[ -s $RAW/$opt.smaps ]]; then
+    { echo; echo "## $opt: what is resident at the peak (bench/smaps_top.py)"; echo; /usr/bin/python3 bench/smaps_top.py "$RAW/$opt.smaps" 25; } | tee -a "$OUT/summary.md"
+  fi
 done

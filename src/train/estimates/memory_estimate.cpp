@@ -15,6 +15,8 @@
 #include "optim/blocks.hpp"
 #include "train/estimates/flops.hpp"
 #include "optim/optimizer_factory.hpp"
+#include "optim/thread_scratch.hpp"
+#include "train/run_settings.hpp"
 #include "train/tier_config.hpp"
 #include "train/estimates/world_plan.hpp"
 
@@ -59,14 +61,21 @@ double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tabl
   if (jobs.empty()) return 0;
   std::sort(jobs.begin(), jobs.end(), std::greater<>());
   const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
-  // Each thread's: a job, its gradient block and update direction, the eigensolver's workspace.
-  double bytes = threads * (jobs[0] + 2 * largest_grad + largest_ws);
-  if (cfg.runtime.mode == RuntimeMode::Asteria) {
-    // The shadow pipeline's jobs in flight: a synchronous refresh holds one while it runs; after
-    // the warm-up each refresh is open for D + 1 steps, so (D + 1) steps' worth of refreshes (a
-    // tenth of the blocks per step when staggered over F = 10, all of them at once when not),
-    // counted as the largest blocks'.
-    bytes += cfg.runtime.shadow.threads * largest_ws + jobs[0];
+  // Each compute thread's scratch (optim/thread_scratch.hpp): the algorithms' temporaries, the
+  // gradient block and the update direction, each slot as large as the largest block.
+  double bytes = threads * kThreadScratchSlots * largest_grad;
+  if (cfg.runtime.mode != RuntimeMode::Asteria) {
+    // Native: each compute thread refreshes inline, with a job and the eigensolver's workspace.
+    bytes += threads * (jobs[0] + largest_ws);
+  } else {
+    // The shadow pipeline computes every refresh in its jobs, with a workspace per host worker
+    // (per compute thread on the compute lane); the compute threads' own are never used. Jobs
+    // open: a synchronous refresh holds one while it runs, one per compute thread at most;
+    // after the warm-up each refresh is open for D + 1 steps, so (D + 1) steps' worth of
+    // refreshes (a tenth of the blocks per step when staggered over F = 10, all of them at once
+    // when not), counted as the largest blocks'.
+    const int workers = shadow_lane(cfg) == ShadowLane::Workers ? cfg.runtime.shadow.threads : threads;
+    bytes += workers * largest_ws + threads * jobs[0];
     const int64_t sync_steps = cfg.runtime.shadow.sync_steps >= 0 ? cfg.runtime.shadow.sync_steps : cfg.train.warmup_steps;
     if (sync_steps < cfg.train.steps) {
       const int64_t n = static_cast<int64_t>(jobs.size()), F = cfg.optim.precondition_frequency;

@@ -21,10 +21,11 @@ struct MemoryEstimate {
   double optimizer = 0;          // in memory (device + host tiers, device cache, buffers)
   double optimizer_on_disk = 0;  // homed on the disk tier (not counted)
   double activations = 0;
-  // Working buffers of the second-order refreshes: each compute thread's (the largest block's
-  // factors and bases in fp64, its eigensolver workspace, one gradient block and its update direction), the shadow
-  // workers' workspaces, and in asteria mode the shadow pipeline's jobs in flight (one while a
-  // synchronous refresh runs; after runtime.shadow.sync_steps, D + 1 steps' worth of refreshes).
+  // Working buffers of the second-order steps and refreshes: each compute thread's scratch (the
+  // algorithms' temporaries, its gradient block and update direction); in native mode each compute thread's job (the largest block's factors and
+  // bases in fp64) and eigensolver workspace; in asteria mode the shadow pipeline's workspaces
+  // (per worker) and jobs open (one per compute thread while synchronous refreshes run; after
+  // runtime.shadow.sync_steps, D + 1 steps' worth of refreshes).
   double refresh_work = 0;
   double total() const { return params + grads + optimizer + activations + refresh_work; }
 };

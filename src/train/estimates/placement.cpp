@@ -214,9 +214,10 @@ class Chooser {
   static bool budgets_given(const Config& c) {
     return c.was_given("runtime.tiers.device.bytes") || c.was_given("runtime.tiers.host.bytes");
   }
+  // Down to 0 unless given: each unit then loads right before its step, which waits for it (the
+  // tier stall), but only one unit's state is in the cache; the arithmetic is the same.
   static int lowest_distance(const Config& c) {
-    const int configured = c.runtime.tiers.prefetch_distance;
-    return c.was_given("runtime.tiers.prefetch_distance") ? configured : std::min(configured, 1);
+    return c.was_given("runtime.tiers.prefetch_distance") ? c.runtime.tiers.prefetch_distance : 0;
   }
   static std::string tiers_text(const Config& c, const MemoryEstimate& e) {
     std::ostringstream v;
