@@ -34,18 +34,17 @@ std::string human_bytes(double b) {
   return buf;
 }
 
-namespace {
-
-// A refresh job of a rows x cols block: both factors and both bases (or roots) in fp64.
 double refresh_job_bytes(int64_t rows, int64_t cols) {
   return 2.0 * sizeof(double) * static_cast<double>(rows * rows + cols * cols);
 }
 
 // dsyevd's workspace for one n x n side (work 1 + 6n + 2n^2 doubles) and the eigenvalues and
 // matrix copy around it.
-double eigh_workspace_bytes(int64_t n) {
+double refresh_workspace_bytes(int64_t n) {
   return sizeof(double) * (3.0 * static_cast<double>(n * n) + 8.0 * static_cast<double>(n));
 }
+
+namespace {
 
 double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tables) {
   if (cfg.optim.name == OptimizerKind::AdamW) return 0;
@@ -56,7 +55,7 @@ double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tabl
                                              cfg.optim.precondition_embeddings)) {
       jobs.push_back(refresh_job_bytes(b.rows, b.cols));
       largest_grad = std::max(largest_grad, static_cast<double>(b.rows * b.cols) * sizeof(float));
-      largest_ws = std::max(largest_ws, eigh_workspace_bytes(std::max(b.rows, b.cols)));
+      largest_ws = std::max(largest_ws, refresh_workspace_bytes(std::max(b.rows, b.cols)));
     }
   if (jobs.empty()) return 0;
   std::sort(jobs.begin(), jobs.end(), std::greater<>());

@@ -43,6 +43,12 @@ MemoryEstimate device_memory(const Config& cfg, TierCheck tiers = TierCheck::Pla
 // free bytes, when `need` exceeds them: the startup check of a GPU run, before it allocates.
 void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t free_bytes, const std::string& device);
 
+// The refresh buffers counted per refresh worker for a rows x cols block (the largest): its job
+// (both factors and both bases or roots, fp64) and its workspace (matfn::Workspace, sized for
+// the largest side n).
+double refresh_job_bytes(int64_t rows, int64_t cols);
+double refresh_workspace_bytes(int64_t n);
+
 // The memory this process may still take: the binding one of MemAvailable, its cgroup's room
 // and RLIMIT_AS (core/memory_limits.hpp); 0 when none can be read.
 uint64_t available_memory_bytes();
