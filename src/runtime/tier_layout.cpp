@@ -70,6 +70,7 @@ std::vector<LayerStates> list_states(const std::vector<std::vector<StateSpec>>& 
 void make_units(TierLayout& t, const std::vector<LayerStates>& layers, int per_part) {
   const int L = t.num_layers();
   t.blocks_per_part = per_part;
+  t.fresh_each_step = per_part > 0;
   t.units.clear();
   t.parts.assign(L, {});
   t.first_unit.assign(L, 0);

@@ -72,6 +72,9 @@ struct TierLayout {
   // Slot bytes per lifecycle class and home tier.
   std::array<std::array<size_t, kNumTiers>, kNumStateClasses> by_class{};
   int blocks_per_part = 0;                  // 0: every unit is a whole layer
+  // Every step's plan starts from an empty cache (runtime/tier_planner.hpp): with parts, and
+  // where the moves of steps that keep the cache do not repeat (place_and_plan_states).
+  bool fresh_each_step = false;
   std::vector<TierUnit> units;              // in the optimizer's order of use
   std::vector<std::vector<BlockRange>> parts;   // per layer: its units' blocks, in order
   std::vector<int> first_unit;              // per layer: the index of its first unit

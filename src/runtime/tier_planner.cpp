@@ -35,7 +35,7 @@ void TierPlanner::micro_begin(PlanBuilder& b, int micro) {
   if (micro != 0 || !layout_.moves()) return;
   moves_used_ = 0;
   std::fill(load_op_.begin(), load_op_.end(), -1);
-  flush_op_ = layout_.blocks_per_part > 0 ? flush(b) : -1;
+  flush_op_ = layout_.fresh_each_step ? flush(b) : -1;
   // The first uses of the optimizer are prefetched while forward and backward run.
   for (int use = 0; use < std::min(distance_, num_uses_); ++use) ensure(b, use, 0);
 }
@@ -193,9 +193,18 @@ namespace {
 
 // Whether the planner can serve every step of this layout (see place_and_plan_states). A step's
 // moves depend only on what the device cache holds when it starts, so once a step starts from a
-// cache seen before, the steps from there on repeat ones already planned.
-bool plans(const TierLayout& layout) {
-  if (!layout.moves()) return true;
+// cache seen before, the steps from there on repeat ones already planned. Steps that keep the
+// cache may take long to repeat (the best-fit addresses of many small states drift): after
+// kept_cache_steps without a repeat they are given up for steps that start from an empty cache,
+// which repeat from the second step on. The steps tried shrink with the states, so that the
+// check stays within about a second (OLMo-1B SOAP: some 2000 states, 25 steps).
+int64_t kept_cache_steps(const TierLayout& layout) {
+  return std::clamp<int64_t>(50000 / std::max<int64_t>(1, static_cast<int64_t>(layout.states.size())), 16, 1000);
+}
+enum class Planning { Serves, Fragmented, NoRepeat };
+
+Planning try_plans(const TierLayout& layout) {
+  if (!layout.moves()) return Planning::Serves;
   TierPlanner planner(layout);
   PlanBuilder builder;
   builder.add_contributor(&planner);
@@ -203,15 +212,24 @@ bool plans(const TierLayout& layout) {
   std::set<std::vector<int64_t>> seen;
   std::vector<int64_t> at_start(layout.states.size());
   try {
-    for (int64_t step = 1; step <= 1000; ++step) {
+    const int64_t steps = layout.fresh_each_step ? 3 : kept_cache_steps(layout);
+    for (int64_t step = 1; step <= steps; ++step) {
       for (size_t id = 0; id < at_start.size(); ++id) at_start[id] = planner.planned_offset(static_cast<int>(id));
-      if (!seen.insert(at_start).second) return true;
+      if (!seen.insert(at_start).second) return Planning::Serves;
       builder.build({step, layout.num_layers(), 1, &layout.parts}, plan);
     }
   } catch (const Error&) {
-    // the cache's free space was too fragmented for a layer in flight
+    return Planning::Fragmented;   // the cache's free space was too fragmented for a unit in flight
   }
-  return false;   // (or the moves did not settle into a cycle: more room makes them)
+  return Planning::NoRepeat;
+}
+
+// try_plans, turning to fresh steps where kept caches do not repeat.
+bool plans(TierLayout& layout) {
+  const Planning p = try_plans(layout);
+  if (p != Planning::NoRepeat) return p == Planning::Serves;
+  layout.fresh_each_step = true;
+  return try_plans(layout) == Planning::Serves;
 }
 
 }  // namespace
@@ -236,7 +254,8 @@ TierLayout place_and_plan_states(const std::vector<std::vector<StateSpec>>& spec
   auto works = [&](size_t r) {
     TierOptions more = options;
     more.budget[0] = in_flight + r;
-    return plans(place_states(specs, more, r));
+    TierLayout layout_with_room = place_states(specs, more, r);
+    return plans(layout_with_room);
   };
   size_t lo = room, hi = std::max(kTierPage, 2 * room);   // lo fails
   while (!works(hi)) lo = hi, hi *= 2;

@@ -12,11 +12,12 @@
 //     furthest away (Belady's choice, optimal for a known sequence), never one needed by a use
 //     up to i (those are in flight);
 //   - where the units are parts of layers (the cache holds little beyond the units in flight),
-//     every step starts from an empty cache: the states left from the step before (its last
-//     units', used last in this step too) are written back first. Otherwise the best-fit
-//     addresses of many small states drift from step to step and need not repeat, so that the
-//     check below could not show that every step plans; what it costs is nothing (those states
-//     would be evicted before their next use anyway) or, with room to spare, a few reloads;
+//     or where steps that keep the cache do not repeat their moves (the best-fit addresses of
+//     many small states drift, so that the check below could not show that every step plans),
+//     every step starts from an empty cache (TierLayout::fresh_each_step): the states left from
+//     the step before (its last units', used last in this step too) are written back first. It
+//     costs nothing where those states would be evicted before their next use anyway, else a
+//     few reloads; otherwise the cache is kept across steps, and the loads are Belady's fewest;
 //   - tier_evict (staging) writes the victims back to their home tier, tier_prefetch (staging)
 //     loads the unit's states, and tier_wait (compute) before the unit's optim_step waits for
 //     the load: its wait is the tier stall.

@@ -34,14 +34,18 @@ std::string human_bytes(double b) {
   return buf;
 }
 
+// Measured (tests/train/estimates/memory_estimate_test.cpp): a job holds three fp64 matrices per
+// side (the factor, the basis or root, the carry or installed copy between parts) and a few
+// index vectors.
 double refresh_job_bytes(int64_t rows, int64_t cols) {
-  return 2.0 * sizeof(double) * static_cast<double>(rows * rows + cols * cols);
+  return 3.0 * sizeof(double) * static_cast<double>(rows * rows + cols * cols) + 16.0 * static_cast<double>(rows + cols);
 }
 
-// dsyevd's workspace for one n x n side (work 1 + 6n + 2n^2 doubles) and the eigenvalues and
-// matrix copy around it.
+// The workspace's own scratch (four n x n fp64 matrices and some vectors, measured) and the work
+// arrays that LAPACKE's dsyevd allocates for the call (1 + 6n + 2n^2 doubles).
 double refresh_workspace_bytes(int64_t n) {
-  return sizeof(double) * (3.0 * static_cast<double>(n * n) + 8.0 * static_cast<double>(n));
+  const double nn = static_cast<double>(n * n), nd = static_cast<double>(n);
+  return sizeof(double) * (4.0 * nn + 2.0 * nd) + sizeof(double) * (1.0 + 6.0 * nd + 2.0 * nn);
 }
 
 namespace {

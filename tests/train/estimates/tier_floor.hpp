@@ -1,6 +1,6 @@
 #pragma once
-// The least memory the tiers alone can bring a config to: one unit prefetched, the device tier
-// just the two units in flight, the layers in their smallest parts (raised an eighth at a time
+// The least memory the tiers alone can bring a config to: nothing prefetched, the device tier
+// just the unit in flight, the layers in their smallest parts (raised an eighth at a time
 // while the cache's fragmentation needs more), nothing on the host. Placement tests set limits between it and the all-in-memory
 // need.
 #include "config/config.hpp"
@@ -24,10 +24,10 @@ inline PlacementInputs one_process_inputs(uint64_t limit) {
 
 inline double least_with_tiers(const Config& c) {
   Config x = c;
-  x.runtime.tiers.prefetch_distance = 1;
+  x.runtime.tiers.prefetch_distance = 0;
   x.runtime.tiers.host.bytes = "0";
   const int least_part = tier_options(x).min_blocks_per_part;
-  for (size_t device = tier_cache_need(optimizer_state_specs(x.optim, model_param_tables(x.model)), 1, least_part);;
+  for (size_t device = tier_cache_need(optimizer_state_specs(x.optim, model_param_tables(x.model)), 0, least_part);;
        device += device / 8) {
     x.runtime.tiers.device.bytes = std::to_string(device);
     try {
