@@ -37,10 +37,11 @@ struct PlacedRun : ::testing::Test {
 };
 
 // The limit at which the placement needs `fraction` of the way from everything in memory down
-// to the least the tiers alone reach (0: all in memory; 1: the tiers' least; more: further steps).
+// to the least the tiers alone reach at prefetch distance 1 (0: all in memory; 1: that least; more:
+// further steps).
 uint64_t limit_for(const Config& c, double fraction) {
   const double all = process_memory(c).total();
-  return static_cast<uint64_t>((all - fraction * (all - asteria::testing::least_with_tiers(c))) / kPlacementFill);
+  return static_cast<uint64_t>((all - fraction * (all - asteria::testing::least_with_tiers(c, 1))) / kPlacementFill);
 }
 
 // A memory limit that changes at step boundaries: the k-th reading (the startup's first, then one

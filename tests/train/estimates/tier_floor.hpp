@@ -22,12 +22,13 @@ inline PlacementInputs one_process_inputs(uint64_t limit) {
   return in;
 }
 
-inline double least_with_tiers(const Config& c) {
+// `distance`: the prefetch distance it is reached at (placement goes down to 0).
+inline double least_with_tiers(const Config& c, int distance = 0) {
   Config x = c;
-  x.runtime.tiers.prefetch_distance = 0;
+  x.runtime.tiers.prefetch_distance = distance;
   x.runtime.tiers.host.bytes = "0";
   const int least_part = tier_options(x).min_blocks_per_part;
-  for (size_t device = tier_cache_need(optimizer_state_specs(x.optim, model_param_tables(x.model)), 0, least_part);;
+  for (size_t device = tier_cache_need(optimizer_state_specs(x.optim, model_param_tables(x.model)), distance, least_part);;
        device += device / 8) {
     x.runtime.tiers.device.bytes = std::to_string(device);
     try {
