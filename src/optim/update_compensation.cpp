@@ -27,11 +27,12 @@ std::vector<CompensationBand> compensation_bands(const ParamTable& table, const 
   return bands;
 }
 
-std::vector<StateSpec> compensation_state_specs(int layer, const ParamTable& table,
-                                                const std::vector<MatrixBlock>& blocks) {
+namespace {
+
+std::vector<StateSpec> band_specs(int layer, const ParamTable& table, const std::vector<CompensationBand>& bands) {
   const std::string base = "layer " + std::to_string(layer) + " / update compensation";
   std::vector<StateSpec> specs;
-  for (const CompensationBand& band : compensation_bands(table, blocks)) {
+  for (const CompensationBand& band : bands) {
     std::string name = base;
     if (band.entry >= 0) {
       const ParamEntry& e = table.entries[band.entry];
@@ -42,6 +43,13 @@ std::vector<StateSpec> compensation_state_specs(int layer, const ParamTable& tab
     specs.push_back({std::move(name), band.count, StateClass::Hot, {}, band.blocks});
   }
   return specs;
+}
+
+}  // namespace
+
+std::vector<StateSpec> compensation_state_specs(int layer, const ParamTable& table,
+                                                const std::vector<MatrixBlock>& blocks) {
+  return band_specs(layer, table, compensation_bands(table, blocks));
 }
 
 UpdateCompensation::UpdateCompensation(bool enabled, const std::vector<ParamTable>& layers, bool own_memory,
@@ -57,7 +65,7 @@ UpdateCompensation::UpdateCompensation(bool enabled, const std::vector<ParamTabl
     const std::vector<MatrixBlock>& layer_blocks = blocks.empty() ? none : blocks[l];
     bands_[l] = compensation_bands(layers[l], layer_blocks);
     states_[l].reserve(bands_[l].size());
-    for (StateSpec& spec : compensation_state_specs(l, layers[l], layer_blocks)) states_[l].emplace_back(std::move(spec));
+    for (StateSpec& spec : band_specs(l, layers[l], bands_[l])) states_[l].emplace_back(std::move(spec));
   }
   if (!own_memory) return;
   own_memory_.resize(layers.size());

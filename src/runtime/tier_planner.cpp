@@ -55,15 +55,17 @@ void TierPlanner::optimizer_part(PlanBuilder& b, int layer, BlockRange part) {
   b.add(std::move(wait));
 }
 
+void TierPlanner::evict_state(int id, std::vector<TierMove>& list) {
+  const size_t off = static_cast<size_t>(offset_[id]);
+  list.push_back({TierMove::Kind::Evict, id, off});
+  cache_.release(off - layout_.device_home_bytes, layout_.states[id].slot);
+  offset_[id] = -1;
+}
+
 int TierPlanner::flush(PlanBuilder& b) {
   std::vector<TierMove>& list = next_move_list();
-  const size_t base = layout_.device_home_bytes;
-  for (size_t id = 0; id < offset_.size(); ++id) {
-    if (offset_[id] < 0 || layout_.states[id].home == Tier::Device) continue;
-    list.push_back({TierMove::Kind::Evict, static_cast<int>(id), static_cast<size_t>(offset_[id])});
-    cache_.release(static_cast<size_t>(offset_[id]) - base, layout_.states[id].slot);
-    offset_[id] = -1;
-  }
+  for (size_t id = 0; id < offset_.size(); ++id)
+    if (offset_[id] >= 0 && layout_.states[id].home != Tier::Device) evict_state(static_cast<int>(id), list);
   if (list.empty()) {
     --moves_used_;
     return -1;
@@ -132,10 +134,7 @@ void TierPlanner::ensure(PlanBuilder& b, int use, int current) {
       next_move_list();
       evict_tag = static_cast<int64_t>(moves_used_ - 1);
     }
-    const size_t off = static_cast<size_t>(offset_[victim]);
-    moves_[evict_tag].push_back({TierMove::Kind::Evict, victim, off});
-    cache_.release(off - base, layout_.states[victim].slot);
-    offset_[victim] = -1;
+    evict_state(victim, moves_[evict_tag]);
   }
   next_move_list();
   load_tag = static_cast<int64_t>(moves_used_ - 1);

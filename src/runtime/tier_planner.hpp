@@ -65,6 +65,8 @@ class TierPlanner final : public PlanContributor {
   // use of this step that has not finished (it may be running while the moves run).
   void ensure(PlanBuilder& b, int use, int current);
   int pick_victim(int use, int current) const;
+  // Frees state `id`'s cache slot, its write-back a move of `list`.
+  void evict_state(int id, std::vector<TierMove>& list);
   // Evicts every state in the cache (a tier_evict op; -1 when there is none).
   int flush(PlanBuilder& b);
   std::vector<TierMove>& next_move_list();
