@@ -490,14 +490,6 @@ uint64_t parse_byte_size(const std::string& text) {
 void check_supported(const Config& cfg) {
   if (cfg.optim.name == OptimizerKind::AdamW && cfg.optim.beta2 >= 1.0)
     fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
-  if (cfg.distributed.world_size > 0) check_supported_world(cfg, cfg.distributed.world_size);
-}
-
-void check_supported_world(const Config& cfg, int world) {
-  if (cfg.runtime.backend == BackendKind::Cuda && world > 1 && cfg.distributed.fsdp != FsdpMode::None)
-    fail(cfg.source, ": runtime.backend cuda with ", world, " ranks needs distributed.fsdp none (each rank the whole "
-         "model on its own GPU, gradients all-reduced over NCCL); sharding on the GPU (fsdp ", to_string(cfg.distributed.fsdp),
-         ") is not built yet");
 }
 
 }  // namespace asteria

@@ -214,8 +214,5 @@ std::string config_to_yaml(const Config& cfg);
 
 // Refuses, with a clear message, any setting whose feature is not built yet.
 void check_supported(const Config& cfg);
-// The part of it that depends on the launch's rank count (the trainer's real `world`, or
-// distributed.world_size when planning): several ranks on runtime.backend cuda need fsdp none.
-void check_supported_world(const Config& cfg, int world);
 
 }  // namespace asteria

@@ -7,10 +7,17 @@
 
 namespace asteria {
 
-LayerSlots::LayerSlots(std::string what, int slots, size_t floats_per_slot, double timeout_s)
-    : what_(std::move(what)), floats_per_slot_(floats_per_slot), timeout_s_(timeout_s),
-      memory_(static_cast<size_t>(slots) * floats_per_slot), holder_(static_cast<size_t>(slots), -1) {
+LayerSlots::LayerSlots(std::string what, int slots, size_t floats_per_slot, double timeout_s, Backend* device)
+    : what_(std::move(what)), floats_per_slot_(floats_per_slot), timeout_s_(timeout_s), holder_(static_cast<size_t>(slots), -1) {
   ASTERIA_ASSERT(slots >= 1);
+  const size_t floats = static_cast<size_t>(slots) * floats_per_slot;
+  if (device) {
+    device_ = BackendBuffer(*device, floats * sizeof(float), MemoryKind::Device);
+    memory_ = reinterpret_cast<float*>(device_.data());
+  } else {
+    host_.resize(floats);
+    memory_ = host_.data();
+  }
 }
 
 float* LayerSlots::acquire(int layer, const std::string& layer_name) {
@@ -24,7 +31,7 @@ float* LayerSlots::acquire(int layer, const std::string& layer_name) {
   const auto it = free_slot();
   *it = layer;
   peak_held_ = std::max(peak_held_, ++held_);
-  return memory_.data() + static_cast<size_t>(it - holder_.begin()) * floats_per_slot_;
+  return memory_ + static_cast<size_t>(it - holder_.begin()) * floats_per_slot_;
 }
 
 void LayerSlots::release(int layer) {
@@ -42,7 +49,7 @@ float* LayerSlots::held_by(int layer) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = std::find(holder_.begin(), holder_.end(), layer);
   return it == holder_.end() ? nullptr
-                             : const_cast<float*>(memory_.data()) + static_cast<size_t>(it - holder_.begin()) * floats_per_slot_;
+                             : memory_ + static_cast<size_t>(it - holder_.begin()) * floats_per_slot_;
 }
 
 int LayerSlots::take_peak_held() {

@@ -9,20 +9,25 @@
 // is held. The plan sizes the pool so that a buffer always frees without the waiter's help
 // (sharding_plan_ops.hpp); should one not free within timeout_s, acquire() fails naming the
 // layer instead of hanging.
+//
+// The buffers are host memory, or a backend's device memory (the CUDA backend's sharded runs:
+// fsdp/device_shards.hpp), which only that backend's copies and ops may touch.
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "core/buffer.hpp"
 
 namespace asteria {
 
 class LayerSlots {
  public:
-  // what: what the buffers hold, for messages ("parameter", "gradient").
-  LayerSlots(std::string what, int slots, size_t floats_per_slot, double timeout_s);
+  // what: what the buffers hold, for messages ("parameter", "gradient"). device: allocate them
+  // in its Device memory (null: host memory).
+  LayerSlots(std::string what, int slots, size_t floats_per_slot, double timeout_s, Backend* device = nullptr);
 
   // A buffer for layer `layer`, held until release(layer). Its contents are whatever its last
   // holder left. The layer must not hold one already.
@@ -31,7 +36,7 @@ class LayerSlots {
   // The buffer layer `layer` holds, or null.
   float* held_by(int layer) const;
 
-  size_t bytes() const { return memory_.size() * sizeof(float); }
+  size_t bytes() const { return holder_.size() * floats_per_slot_ * sizeof(float); }
   // The most buffers held at once since the last call (for reports).
   int take_peak_held();
 
@@ -39,7 +44,9 @@ class LayerSlots {
   std::string what_;
   size_t floats_per_slot_;
   double timeout_s_;
-  Buffer<float> memory_;
+  Buffer<float> host_;         // host memory, or
+  BackendBuffer device_;       // the device's
+  float* memory_;
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::vector<int> holder_;   // per buffer: the layer holding it, or -1

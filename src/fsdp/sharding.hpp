@@ -85,6 +85,17 @@ class Sharding {
   void zero_shard_grads(int layer);
   // The largest layer (the size of a whole-layer buffer).
   size_t largest_layer() const { return largest_layer_; }
+  // Every rank of the shard group's part of layer l: its size and where it starts in the whole
+  // layer (MPI's ints), in group-rank order; the collectives' counts and offsets.
+  const std::vector<int>& part_counts(int layer) const { return counts_[layer]; }
+  const std::vector<int>& part_offsets(int layer) const { return offsets_[layer]; }
+  int world_size() const { return world_; }
+  // Collectives of this layout run elsewhere (the device's: fsdp/device_shards.hpp) count their
+  // bytes here, so that the step's metrics have them whichever memory they moved.
+  void add_bytes(const CommBytes& b) {
+    bytes_.group += b.group;
+    bytes_.replicas += b.replicas;
+  }
 
   // Sharded: whole = layer l's whole parameters, from every rank's shard_params(l).
   void gather(int layer, float* whole, const std::string& label);

@@ -9,6 +9,10 @@
 #include "core/cuda/cuda_context.hpp"
 #include "core/cuda/device_buffer.hpp"
 #include "core/nvml_energy.hpp"
+#include "comm/nccl_communicator.hpp"
+#include "fsdp/device_shards.hpp"
+#include "fsdp/sharding.hpp"
+#include "fsdp/sharding_plan_ops.hpp"
 #include "model/ops/op_set.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sum_of_squares.hpp"
@@ -23,40 +27,67 @@ namespace asteria {
 
 namespace {
 
-// The process's GPU, once it was checked to have room for the run.
-std::unique_ptr<Backend> open_device(const Config& cfg) {
+// The process's GPU, once it was checked to have room for the run (a sharded rank's share:
+// the estimate plans the launch's world).
+std::unique_ptr<Backend> open_device(const Config& cfg, const Sharding& sharding) {
   std::string why;
   if (!cuda_backend_available(&why)) fail("runtime.backend cuda: ", why);
   std::unique_ptr<Backend> backend = make_cuda_backend(0);
-  check_device_memory(cfg, device_memory(cfg), cuda::device_memory_free(), backend->name());
+  const Config launch = planned_launch(cfg, sharding.world_size(),
+                                      sharding.mode() == FsdpMode::Hybrid ? sharding.group_size() : sharding.world_size());
+  check_device_memory(launch, device_memory(launch), cuda::device_memory_free(), backend->name());
   return backend;
 }
 
-// The device's second-order optimizer: the host optimizer's twin on the CUDA block backend (its
-// state is bound to device memory by the trainer's TierManager).
-std::unique_ptr<SecondOrderOptimizer> device_twin(const Config& cfg, const Model<float>& image, Optimizer& host) {
+// The device's second-order optimizer: the host optimizer's twin on the CUDA block backend, on
+// the same tables (a sharded rank's shards, following the whole model's block indices); its
+// state is bound to device memory by the trainer's TierManager.
+std::unique_ptr<SecondOrderOptimizer> device_twin(const Config& cfg, const Model<float>& image, const Sharding& sharding,
+                                                  Optimizer& host) {
   auto* so = dynamic_cast<SecondOrderOptimizer*>(&host);
   if (!so) {
     ASTERIA_CHECK(dynamic_cast<AdamW*>(&host), "runtime.backend cuda: the optimizer is neither AdamW nor second-order");
     return nullptr;
   }
-  std::vector<ParamTable> tables;
-  for (int l = 0; l < image.num_layers(); ++l) tables.push_back(image.table(l));
-  return std::make_unique<SecondOrderOptimizer>(second_order_params(cfg.optim, cfg.runtime.staggered()), tables,
-                                                /*own_memory=*/false, cuda_block_backend());
+  auto twin = std::make_unique<SecondOrderOptimizer>(second_order_params(cfg.optim, cfg.runtime.staggered()),
+                                                     sharding.owned_tables(), /*own_memory=*/false, cuda_block_backend());
+  if (sharding.sharded()) {
+    std::vector<ParamTable> whole;
+    for (int l = 0; l < image.num_layers(); ++l) whole.push_back(image.table(l));
+    twin->follow_whole_model(whole);
+  }
+  return twin;
+}
+
+// Sharded: the rank's shards and the layers in flight in device memory, the collectives over
+// NCCL communicators of the host's shard and replica groups (null when not sharded).
+std::unique_ptr<DeviceShards> device_shards(const Config& cfg, Sharding& sharding, Backend& device, ShardVectorOps& ops) {
+  if (!sharding.sharded()) return nullptr;
+  const int L = static_cast<int>(sharding.owned_tables().size());
+  const bool tied = cfg.model.tied_embeddings;
+  std::unique_ptr<Communicator> group = make_nccl_communicator(sharding.group(), /*device=*/0);
+  std::unique_ptr<Communicator> replicas = sharding.replicas() ? make_nccl_communicator(*sharding.replicas(), 0) : nullptr;
+  return std::make_unique<DeviceShards>(sharding, device, ops, std::move(group), std::move(replicas),
+                                        ShardingPlanOps::param_buffers(cfg.distributed.prefetch, L, tied),
+                                        ShardingPlanOps::grad_buffers(tied), cfg.distributed.timeout_s);
 }
 
 class CudaTraining final : public DeviceTraining {
  public:
-  CudaTraining(const Config& cfg, Model<float>& image, Optimizer& opt)
-      : backend_(open_device(cfg)),
+  CudaTraining(const Config& cfg, Model<float>& image, Optimizer& opt, Sharding& sharding)
+      : backend_(open_device(cfg, sharding)),
         compute_stream_(backend_->create_stream(StreamPriority::Normal)),
         compute_scope_(static_cast<cudaStream_t>(compute_stream_->native_handle())),
         image_(image),
         host_opt_(opt),
-        model_(cfg.model, cfg.train.micro_batch, Model<float, CudaOps>::Storage::Owned, cfg.train.recompute(),
-               cfg.runtime.precision),
-        second_order_(device_twin(cfg, image, opt)) {}
+        sharding_(sharding),
+        model_(cfg.model, cfg.train.micro_batch,
+               sharding.sharded() ? Model<float, CudaOps>::Storage::Bound : Model<float, CudaOps>::Storage::Owned,
+               cfg.train.recompute(), cfg.runtime.precision),
+        second_order_(device_twin(cfg, image, sharding, opt)),
+        vector_ops_(make_cuda_shard_vector_ops()),
+        shards_(device_shards(cfg, sharding, *backend_, *vector_ops_)),
+        tied_(cfg.model.tied_embeddings) {}
 
   std::string device_name() const override { return backend_->name(); }
 
@@ -87,6 +118,11 @@ class CudaTraining final : public DeviceTraining {
     cuda::synchronize_current_stream();
   }
   void backward(int l, double grad_scale) override {
+    if (shards_) {
+      // Sharded: a zeroed gradient buffer for the layer (and the embedding's, for the tied head).
+      bind_grad_buffer(l);
+      if (l == model_.num_layers() - 1 && tied_) bind_grad_buffer(0);
+    }
     model_.backward(l, grad_scale);
     cuda::synchronize_current_stream();
   }
@@ -94,28 +130,64 @@ class CudaTraining final : public DeviceTraining {
   double last_z_loss() const override { return model_.last_z_loss(); }
   double eval_loss(const int32_t* inputs, const int32_t* targets) override {
     model_.set_batch(inputs, targets);
-    for (int l = 0; l < model_.num_layers(); ++l) forward(l);
+    const int L = model_.num_layers();
+    for (int l = 0; l < L; ++l) {
+      // Sharded: each layer gathered for its forward (between steps: the comm lane is idle), the
+      // embedding kept until the tied head has read it.
+      if (shards_) gather(l, " for eval");
+      forward(l);
+      if (shards_ && !(tied_ && l == 0)) release(l);
+    }
+    if (shards_ && tied_) release(0);
     return model_.last_ce_loss();
   }
 
-  double grad_sum_of_squares(int l) override { return cuda::sum_of_squares(model_.grads(l), model_.table(l).numel); }
+  double grad_sum_of_squares(int l) override {
+    return shards_ ? shards_->grad_sum_of_squares(l) : cuda::sum_of_squares(model_.grads(l), model_.table(l).numel);
+  }
   float* grads(int l) override { return model_.grads(l); }
 
+  // The step's parameters and gradient: this rank's shards when sharded, else the whole layer.
   void optim_step(int l, BlockRange blocks, float grad_scale, double lr, int64_t step) override {
-    float* g = model_.grads(l);
+    float* p = shards_ ? shards_->shard_params(l) : model_.params(l);
+    float* g = shards_ ? shards_->shard_grads(l) : model_.grads(l);
     if (second_order_) {
-      second_order_->step_part(l, blocks, model_.params(l), g, grad_scale, lr, step);
+      second_order_->step_part(l, blocks, p, g, grad_scale, lr, step);
     } else {
-      static_cast<AdamW&>(host_opt_).step_layer_with(l, model_.params(l), g, grad_scale, lr, step,
+      static_cast<AdamW&>(host_opt_).step_layer_with(l, p, g, grad_scale, lr, step,
                                                      [](auto... args) { cuda::adamw_update(args...); });
     }
-    if (blocks.end < 0) CudaOps::zero(g, model_.table(l).numel);   // after the layer's last part
+    if (blocks.end < 0) CudaOps::zero(g, sharding_.count(l));   // after the layer's last part
     cuda::synchronize_current_stream();
   }
 
+  void bind_sharded_ops(Executor& executor, int micro_batches) override {
+    executor.bind(OpKind::Gather, [this](const Op& op) { gather(op.layer, ""); });
+    executor.bind(OpKind::Release, [this](const Op& op) { release(op.layer); });
+    // As the host's (host_training.cpp): the micro-batch's gradient into the shard, after the
+    // last micro-batch the mean over every rank.
+    executor.bind(OpKind::ReduceScatter, [this, micro_batches](const Op& op) {
+      const std::string what = "the gradient of " + model_.layer_name(op.layer);
+      shards_->reduce_scatter(op.layer, model_.grads(op.layer), "reduce_scatter of " + what);
+      model_.bind_grads(op.layer, nullptr);
+      shards_->grads_in_flight().release(op.layer);
+      if (op.micro == micro_batches - 1) shards_->reduce_over_replicas(op.layer, "all_reduce of " + what);
+    });
+  }
+
+  void record_metrics(StepMetrics& m) override {
+    if (shards_)
+      m.local("fsdp_buffers_held", {{"params", shards_->params_in_flight().take_peak_held()},
+                                    {"grads", shards_->grads_in_flight().take_peak_held()}});
+  }
+
   void upload() override {
-    for (int l = 0; l < model_.num_layers(); ++l)
-      CudaOps::to_device(model_.params(l), image_.params(l), image_.table(l).numel);
+    if (shards_) {
+      shards_->upload();
+    } else {
+      for (int l = 0; l < model_.num_layers(); ++l)
+        CudaOps::to_device(model_.params(l), image_.params(l), image_.table(l).numel);
+    }
     if (second_order_) second_order_->restore_counters(host_opt_.counters());
     cuda::synchronize_current_stream();
   }
@@ -125,7 +197,13 @@ class CudaTraining final : public DeviceTraining {
     if (second_order_) host_opt_.restore_counters(second_order_->counters());
   }
 
+  // Sharded: the shards into the host's (Sharding::shard_params), the image checkpoints are
+  // written from.
   void download_params() override {
+    if (shards_) {
+      shards_->download();
+      return;
+    }
     for (int l = 0; l < model_.num_layers(); ++l)
       CudaOps::to_host(image_.params(l), model_.params(l), image_.table(l).numel);
   }
@@ -137,6 +215,22 @@ class CudaTraining final : public DeviceTraining {
   std::optional<double> energy_j() const override { return energy_.joules(); }
 
  private:
+  void gather(int l, const char* why) {
+    float* whole = shards_->params_in_flight().acquire(l, model_.layer_name(l));
+    shards_->gather(l, whole, "gather of " + model_.layer_name(l) + why);
+    model_.bind_params(l, whole);
+  }
+  void release(int l) {
+    model_.bind_params(l, nullptr);
+    shards_->params_in_flight().release(l);
+  }
+  void bind_grad_buffer(int l) {
+    if (model_.grads(l)) return;
+    float* g = shards_->grads_in_flight().acquire(l, model_.layer_name(l));
+    CudaOps::zero(g, model_.table(l).numel);
+    model_.bind_grads(l, g);
+  }
+
   std::unique_ptr<Backend> backend_;   // first: opening it is what fails without a device
   // The training's stream (the greatest priority, so that the tiers' copies, the snapshots and
   // the device lane's refreshes, all on low-priority streams, fill its gaps instead of delaying
@@ -145,20 +239,25 @@ class CudaTraining final : public DeviceTraining {
   cuda::StreamScope compute_scope_;
   Model<float>& image_;
   Optimizer& host_opt_;
+  Sharding& sharding_;
   Model<float, CudaOps> model_;
   std::unique_ptr<SecondOrderOptimizer> second_order_;   // on the device (null: AdamW)
+  std::unique_ptr<ShardVectorOps> vector_ops_;
+  std::unique_ptr<DeviceShards> shards_;                 // sharded (fsdp full, hybrid), else null
+  bool tied_;
   NvmlEnergy energy_{cuda::current_device_pci_bus_id()};   // the GPU this process computes on
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer) {
-  return std::make_unique<CudaTraining>(cfg, image, optimizer);
+std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer,
+                                                     Sharding& sharding) {
+  return std::make_unique<CudaTraining>(cfg, image, optimizer, sharding);
 }
 
 #else  // a build without the CUDA backend
 
-std::unique_ptr<DeviceTraining> make_device_training(const Config&, Model<float>&, Optimizer&) {
+std::unique_ptr<DeviceTraining> make_device_training(const Config&, Model<float>&, Optimizer&, Sharding&) {
   std::string why;
   cuda_backend_available(&why);
   fail("runtime.backend cuda: ", why);

@@ -19,16 +19,23 @@
 // parameters are read from them after download(). Everything else the trainer has (plan,
 // executor, data, metrics, checkpoints) is the CPU run's, unchanged.
 //
-// Several ranks (distributed.fsdp none) each hold the whole model on their own GPU (device 0 of
-// the process: train/rank_device.hpp); the trainer all-reduces each layer's gradient in device
-// memory over NCCL (Sharding::use_device_replicas) between backward and grad_norm.
+// Several ranks each compute on their own GPU (device 0 of the process: train/rank_device.hpp).
+// With distributed.fsdp none each holds the whole model and the trainer all-reduces each layer's
+// gradient in device memory over NCCL (Sharding::use_device_replicas) between backward and
+// grad_norm. With full or hybrid (ZeRO-3, as on the CPU: fsdp/sharding.hpp) a rank holds its
+// shards of the parameters and gradients and the few whole layers in flight in device memory
+// (fsdp/device_shards.hpp), gathered and reduce-scattered over NCCL on the comm lane by the same
+// plan ops as the CPU's; its optimizer twin steps its shards, and the host image is the host's
+// shards (Sharding::shard_params).
 //
 // The device's work runs on one stream of the greatest priority, made current on the thread that
-// constructs this (the trainer's compute lane), which is the thread that calls it.
+// constructs this (the trainer's compute lane), which is the thread that calls it; the
+// collectives run on the communicators' own streams, called from the comm lane. Each call
+// returns when its work is done, so work of one lane that the other reads is complete before the
+// executor's dependency lets the other start.
 //
-// This version: whole layers (no sharding), fp32 values with the linear layers' GEMMs on fp32 or
-// (runtime.precision bf16, the default) bf16 operands (config.cpp check_supported and the
-// trainer refuse what it does not cover, with the reason).
+// fp32 values with the linear layers' GEMMs on fp32 or (runtime.precision bf16, the default)
+// bf16 operands and the kept activations stored in bf16.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,6 +51,7 @@ namespace asteria {
 struct Config;
 
 class Backend;
+class Sharding;
 
 class DeviceTraining : public TrainingTarget {
  public:
@@ -71,10 +79,12 @@ class DeviceTraining : public TrainingTarget {
   virtual SecondOrderOptimizer* second_order() = 0;
 };
 
-// Allocates the device side (upload() fills it). Throws, naming the reason, when this build has
-// no CUDA backend, no device can be opened, the device has fewer free bytes than the run needs
-// (train/estimates/memory_estimate.hpp device_memory, checked before allocating), or the optimizer is
-// neither AdamW nor second-order.
-std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer);
+// Allocates the device side (upload() fills it); sharded, a collective over the shard and
+// replica groups (their NCCL communicators). `optimizer` is built on sharding.owned_tables().
+// Throws, naming the reason, when this build has no CUDA backend, no device can be opened, the
+// device has fewer free bytes than the rank needs (train/estimates/memory_estimate.hpp
+// device_memory, checked before allocating), or the optimizer is neither AdamW nor second-order.
+std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer,
+                                                     Sharding& sharding);
 
 }  // namespace asteria

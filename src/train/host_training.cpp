@@ -8,12 +8,14 @@
 
 namespace asteria {
 
-HostTraining::HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& sharding, int prefetch, double timeout_s)
+HostTraining::HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& sharding, int prefetch, double timeout_s,
+                           bool init_only)
     : model_(model), optimizer_(optimizer), sharding_(sharding), tied_(model.config().tied_embeddings) {
   if (!sharding_.sharded()) return;
   const int L = model_.num_layers();
-  param_slots_ = std::make_unique<LayerSlots>("parameter", ShardingPlanOps::param_buffers(prefetch, L, tied_),
+  param_slots_ = std::make_unique<LayerSlots>("parameter", init_only ? 1 : ShardingPlanOps::param_buffers(prefetch, L, tied_),
                                               sharding_.largest_layer(), timeout_s);
+  if (init_only) return;
   grad_slots_ = std::make_unique<LayerSlots>("gradient", ShardingPlanOps::grad_buffers(tied_), sharding_.largest_layer(),
                                              timeout_s);
 }

@@ -21,8 +21,11 @@ namespace asteria {
 class HostTraining final : public TrainingTarget {
  public:
   // prefetch: distributed.prefetch (sharded: layers gathered ahead); timeout_s: how long a
-  // buffer may be waited for before the run is ended, naming it.
-  HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& sharding, int prefetch, double timeout_s);
+  // buffer may be waited for before the run is ended, naming it. init_only: the device trains
+  // (runtime.backend cuda) and this only initializes the host image (sharded: with one layer
+  // buffer instead of the pools a step needs).
+  HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& sharding, int prefetch, double timeout_s,
+               bool init_only = false);
 
   // Sharded: every rank computes each whole initial layer (a pure function of the seed) and keeps
   // its part. Whole: the model initializes itself.
@@ -30,7 +33,7 @@ class HostTraining final : public TrainingTarget {
 
   // Sharded: the comm lane's handlers (gather, release, reduce_scatter); `micro_batches`: the
   // reduce_scatter of the last one also reduces the shard over the replicas (hybrid).
-  void bind_sharded_ops(Executor& executor, int micro_batches);
+  void bind_sharded_ops(Executor& executor, int micro_batches) override;
 
   void set_batch(const int32_t* inputs, const int32_t* targets) override { model_.set_batch(inputs, targets); }
   double forward(int l) override { return model_.forward(l); }

@@ -127,9 +127,11 @@ struct Trainer::Impl {
     join_world(world_comm);
     place();
     resume_dir = check_run_dir(cfg, writer());
-    // Before anything model-sized is allocated: refuse a run the machine cannot hold.
-    // (On the GPU every rank is a whole process's host side: fsdp none.)
-    check_memory(cfg, world == 1 || cfg.runtime.backend == BackendKind::Cuda ? process_memory(cfg) : rank_memory(cfg, world, topo.uniform ? topo.ranks_per_node : 1),
+    // Before anything model-sized is allocated: refuse a run the machine cannot hold (on the GPU
+    // a rank's host side: its image, whole or its shards).
+    const int ranks_here = topo.uniform ? topo.ranks_per_node : 1;
+    check_memory(cfg, world == 1 || cfg.runtime.backend == BackendKind::Cuda ? process_memory(planned_launch(cfg, world, ranks_here))
+                                                                              : rank_memory(cfg, world, ranks_here),
                  topo.ranks_per_node);
     set_compute_threads(cfg.runtime.threads);
     open_data();
@@ -154,7 +156,6 @@ struct Trainer::Impl {
     world = comm->size();
     ASTERIA_CHECK(cfg.distributed.world_size == 0 || cfg.distributed.world_size == world, cfg.source, ": distributed.world_size is ",
                   cfg.distributed.world_size, " but this launch has ", world, " rank(s) (the key plans --dry-run / --print-plan)");
-    check_supported_world(cfg, world);
     topo = make_topology(*comm, cfg.distributed.ranks_per_node);
     topo.set_timeout(cfg.distributed.timeout_s);
     if (!topo.note.empty() && writer()) std::fprintf(stderr, "asteria-train: note: %s\n", topo.note.c_str());
@@ -183,13 +184,12 @@ struct Trainer::Impl {
       limit = least >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(least);
       mine.source += ", the smallest over the ranks' machines";
     }
-    const int placed_world = world == 1 || cfg.runtime.backend == BackendKind::Cuda ? 1 : world;
     const TiersConfig given_tiers = cfg.runtime.tiers;
-    placement = choose_placement(cfg, placement_inputs(cfg, placed_world, ranks_here, limit, mine.source));
+    placement = choose_placement(cfg, placement_inputs(cfg, world, ranks_here, limit, mine.source));
     cfg = placement.cfg;
     model_ops = ModelStepOps(cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute()));
     if (writer()) std::fprintf(stderr, "asteria-train: %s\n", placement.describe().c_str());
-    if (watched) placement_watch = std::make_unique<PlacementWatch>(placement, given_tiers, memory_watch, placed_world, ranks_here);
+    if (watched) placement_watch = std::make_unique<PlacementWatch>(placement, given_tiers, memory_watch, world, ranks_here);
   }
 
   // Between steps: the tiers placed again when the memory the run may use has fallen below what
@@ -251,20 +251,23 @@ struct Trainer::Impl {
     optimizer = make_optimizer(cfg.optim, owned, cfg.runtime.staggered(), /*own_memory=*/false);
     // The whole model's block indices and (staggered) refresh schedule for a rank's blocks.
     if (auto* so = dynamic_cast<SecondOrderOptimizer*>(optimizer.get()); so && sharding->sharded()) so->follow_whole_model(tables);
-    host = std::make_unique<HostTraining>(*model, *optimizer, *sharding, cfg.distributed.prefetch, cfg.distributed.timeout_s);
+    const bool on_device = cfg.runtime.backend == BackendKind::Cuda;
+    host = std::make_unique<HostTraining>(*model, *optimizer, *sharding, cfg.distributed.prefetch, cfg.distributed.timeout_s,
+                                          /*init_only=*/on_device);
     host->init(cfg.seed);
     target = host.get();
-    if (cfg.runtime.backend == BackendKind::Cuda) {
+    if (on_device) {
       // The device side is allocated now and filled after the restore.
-      device = make_device_training(cfg, *model, *optimizer);
+      device = make_device_training(cfg, *model, *optimizer, *sharding);
       target = device.get();
     } else {
       cpu_backend = make_cpu_backend();
     }
     tiers = std::make_unique<TierManager>(std::move(layout), device ? device->device_optimizer() : *optimizer,
                                           disk_tier_file(cfg), device ? device->backend() : *cpu_backend);
-    // Replicas on the GPU: the gradients' all-reduce in device memory, over NCCL among the same ranks.
-    if (Communicator* replicas = sharding->replicas(); device && replicas) {
+    // Replicas of whole layers on the GPU: the gradients' all-reduce in device memory, over NCCL
+    // among the same ranks (sharded, the device's shards have their own).
+    if (Communicator* replicas = sharding->replicas(); device && replicas && !sharding->sharded()) {
       device_replicas = make_nccl_communicator(*replicas, /*device=*/0);   // replicas' timeout
       sharding->use_device_replicas(*device_replicas);
     }
@@ -310,7 +313,7 @@ struct Trainer::Impl {
     tiers->bind(*executor);
     add_step_contributors(builder, {checkpointer ? &checkpointer->plan_ops() : nullptr, &model_ops, sharding_ops.get(),
                                     shadow ? &shadow->plan_ops() : nullptr, &tiers->planner(), &optim_ops});
-    if (sharding->sharded()) host->bind_sharded_ops(*executor, cfg.train.grad_accum);
+    if (sharding->sharded()) target->bind_sharded_ops(*executor, cfg.train.grad_accum);
     bind_step_handlers();
   }
 

@@ -17,6 +17,8 @@
 
 namespace asteria {
 
+class Executor;
+
 class TrainingTarget {
  public:
   virtual ~TrainingTarget() = default;
@@ -47,6 +49,11 @@ class TrainingTarget {
 
   // Energy used since the device's driver loaded (NVML), when there is such a counter.
   virtual std::optional<double> energy_j() const { return std::nullopt; }
+
+  // Sharded runs (fsdp full, hybrid): binds the plan's Gather, Release and ReduceScatter ops
+  // (fsdp/sharding_plan_ops.hpp), run on the comm lane, to this target's memory; the gradient
+  // is then reduced into its shards, and grads(l) is not called.
+  virtual void bind_sharded_ops(Executor& executor, int micro_batches) = 0;
 
   // Figures of the step that only the target knows (fsdp buffers held, ...).
   virtual void record_metrics(StepMetrics&) {}

@@ -46,17 +46,29 @@ TEST(BackendChoice, CudaWithoutADeviceExitsNonZeroBeforeWritingTheRun) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("run/metrics.jsonl")));
 }
 
-TEST(BackendChoice, CudaWithSeveralRanksNeedsFsdpNone) {
+// Sharding on the GPU is planned like the CPU's: a launch of 8 ranks, each GPU holding its
+// shards, the layers in flight, its shards' optimizer state and the activations.
+TEST(BackendChoice, ShardedCudaLaunchesArePlannedPerGpu) {
   TempDir dir("backend-ranks");
   Config cfg = tiny(dir, "adamw");
   cfg.distributed.world_size = 2;
-  EXPECT_THROW(check_supported(cfg), Error);   // fsdp full, the default
-  cfg.distributed.fsdp = FsdpMode::None;
-  EXPECT_NO_THROW(check_supported(cfg));
+  EXPECT_NO_THROW(check_supported(cfg));   // fsdp full, the default
+  std::string out;
+  ASSERT_EQ(0, asteria::testing::run_command(asteria::testing::kTrain + " --config " + asteria::testing::kConfigs +
+                                                 "/olmo-1b-soap.yaml --set model.preset=olmo-7b --set runtime.backend=cuda "
+                                                 "--set distributed.world_size=8 --set distributed.ranks_per_node=4 --dry-run",
+                                             &out))
+      << out;
+  // The largest rank's: its shard (3.22 GiB) and 3 whole-layer buffers, 2 gradient buffers and
+  // the receive buffer, its shard's SOAP state, 41.12 GiB of bf16 activations.
+  EXPECT_NE(out.find("on each GPU:      74.09 GiB  (runtime.backend cuda, the largest rank: params 5.52 GiB, grads and "
+                     "receive buffer 4.88 GiB, the device tier's optimizer state 22.57 GiB, activations 41.12 GiB)"),
+            std::string::npos)
+      << out;
 }
 
-// Under real mpirun: sharding on the GPU is refused naming fsdp none; replicas where the ranks
-// do not each have a GPU say which rank saw which devices. Nothing is written either way.
+// Under real mpirun, sharded or replicated: where the ranks do not each have a GPU, they say which
+// rank saw which devices. Nothing is written either way.
 TEST(BackendChoice, TwoRanksOnCudaWithoutAGpuEachExitNonZeroBeforeWritingTheRun) {
   if (cuda_device_count() >= 2) GTEST_SKIP() << "two GPUs are here: tests/cuda train two ranks on them";
   TempDir dir("backend-two-ranks");
@@ -67,11 +79,12 @@ TEST(BackendChoice, TwoRanksOnCudaWithoutAGpuEachExitNonZeroBeforeWritingTheRun)
                             dir.file("train.bin") + " --set data.eval= --set run.dir=" + dir.file("run") +
                             " --set train.steps=2 --set runtime.backend=cuda";
   std::string out;
-  EXPECT_NE(asteria::testing::run_command(train + " --set distributed.fsdp=full", &out), 0) << out;
-  EXPECT_NE(out.find("runtime.backend cuda with 2 ranks needs distributed.fsdp none"), std::string::npos) << out;
-  EXPECT_NE(asteria::testing::run_command(train + " --set distributed.fsdp=none", &out), 0) << out;
-  // Rank 1 sees device 1 only; where there is no GPU at all rank 0 says so too.
-  EXPECT_NE(out.find("runtime.backend cuda: rank 1 (local rank 1 of 2, CUDA_VISIBLE_DEVICES=1): "), std::string::npos) << out;
+  for (const char* fsdp : {"full", "none"}) {
+    EXPECT_NE(asteria::testing::run_command(train + " --set distributed.fsdp=" + fsdp, &out), 0) << out;
+    // Rank 1 sees device 1 only; where there is no GPU at all rank 0 says so too.
+    EXPECT_NE(out.find("runtime.backend cuda: rank 1 (local rank 1 of 2, CUDA_VISIBLE_DEVICES=1): "), std::string::npos)
+        << fsdp << ": " << out;
+  }
   EXPECT_FALSE(std::filesystem::exists(dir.file("run/metrics.jsonl")));
 }
 

@@ -262,7 +262,18 @@ void memory_section(std::ostream& os, const Config& cfg, const WorldPlan& plan) 
      << "\n"
      << "activations:      " << human_bytes(static_cast<double>(r0.activation_bytes)) << "  ("
      << activation_mode(cfg) << ")\n"
-     << "total (peak):     " << min_max(plan, [](const RankFigures& f) { return f.total_bytes(); }) << "\n\n";
+     << "total (peak):     " << min_max(plan, [](const RankFigures& f) { return f.total_bytes(); }) << "\n";
+  if (cfg.runtime.backend == BackendKind::Cuda) {
+    // Where it lives on the GPU: the device memory the largest rank needs (its startup check).
+    const MemoryEstimate dev = device_memory(cfg), host = process_memory(cfg);
+    os << "on each GPU:      " << human_bytes(dev.total()) << "  (runtime.backend cuda, the largest rank: params "
+       << human_bytes(dev.params) << ", grads and receive buffer " << human_bytes(dev.grads)
+       << ", the device tier's optimizer state " << human_bytes(dev.optimizer) << ", activations "
+       << human_bytes(dev.activations) << ")\n"
+       << "in host memory:   " << human_bytes(host.total()) << "  (per rank: the image of its "
+       << (w.sharded() ? "shards" : "parameters") << ", the host tier's optimizer state, refresh buffers)\n";
+  }
+  os << "\n";
 }
 
 // The bytes each rank moves per step, per group.

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -90,7 +91,38 @@ double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tabl
   return bytes;
 }
 
+// The largest rank of a sharded launch on the device (runtime.backend cuda, distributed.world_size
+// > 1, fsdp full or hybrid): its figures and its shard tables; nullopt for any other run.
+struct ShardedDeviceRank {
+  RankFigures figures;
+  std::vector<ParamTable> tables;
+  size_t largest_layer = 0;
+};
+std::optional<ShardedDeviceRank> sharded_device_rank(const Config& cfg, TierCheck tier_check) {
+  if (cfg.runtime.backend != BackendKind::Cuda || cfg.distributed.world_size <= 1) return std::nullopt;
+  if (!planned_world(cfg).sharded()) return std::nullopt;
+  const WorldPlan plan = plan_world(cfg, tier_check);
+  ShardedDeviceRank r;
+  r.largest_layer = plan.largest_layer;
+  for (const RankFigures& f : plan.ranks)
+    if (r.tables.empty() || f.total_bytes() > r.figures.total_bytes()) {
+      r.figures = f;
+      r.tables.clear();
+      for (size_t l = 0; l < plan.tables.size(); ++l)
+        r.tables.push_back(shard_table(plan.tables[l], plan.shards[l], f.group_rank, cfg.optim.max_preconditioner_dim));
+    }
+  return r;
+}
+
 }  // namespace
+
+Config planned_launch(const Config& cfg, int world, int ranks_per_node) {
+  Config c = cfg;
+  if (world <= 1) return c;
+  c.distributed.world_size = world;
+  if (c.distributed.ranks_per_node <= 0) c.distributed.ranks_per_node = ranks_per_node;
+  return c;
+}
 
 MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   MemoryEstimate m;
@@ -109,16 +141,34 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   // runtime.backend cuda: gradients, activations and the device tier's optimizer state live in
   // device memory; the host holds the parameters as the run's image (train/device_training.hpp)
   // and the host tier's homes (pinned).
+  // A sharded rank's image is its shards, and one whole-layer buffer it initializes them in.
   if (cfg.runtime.backend == BackendKind::Cuda) {
     m.grads = m.activations = 0;
     m.optimizer = 0;
-    for (const auto& by_tier : layout.by_class) m.optimizer += static_cast<double>(by_tier[static_cast<int>(Tier::Host)]);
+    const std::optional<ShardedDeviceRank> rank = sharded_device_rank(cfg, tier_check);
+    const TierLayout host_layout = rank ? configured_tier_layout(cfg, rank->tables, tier_check) : layout;
+    for (const auto& by_tier : host_layout.by_class) m.optimizer += static_cast<double>(by_tier[static_cast<int>(Tier::Host)]);
+    if (rank) {
+      m.params = static_cast<double>((rank->figures.shard_floats + rank->largest_layer) * sizeof(float));
+      m.refresh_work = refresh_work_bytes(cfg, rank->tables);   // it refreshes its own blocks
+    }
   }
   return m;
 }
 
 MemoryEstimate device_memory(const Config& cfg, TierCheck tier_check) {
   MemoryEstimate m;
+  if (const std::optional<ShardedDeviceRank> rank = sharded_device_rank(cfg, tier_check)) {
+    // Its shards and the whole layers in flight (fsdp/device_shards.hpp), the receive buffer
+    // counted with the gradients, its optimizer state's device tier.
+    const RankFigures& f = rank->figures;
+    m.params = static_cast<double>(f.param_bytes);
+    m.grads = static_cast<double>(f.grad_bytes + f.comm_buffer_bytes);
+    const TierLayout layout = configured_tier_layout(cfg, rank->tables, tier_check);
+    m.optimizer = static_cast<double>(layout.device_home_bytes + layout.device_cache_bytes);
+    m.activations = static_cast<double>(f.activation_bytes);
+    return m;
+  }
   m.params = m.grads = static_cast<double>(count_params(cfg.model).total) * sizeof(float);
   const TierLayout layout = configured_tier_layout(cfg, tier_check);
   m.optimizer = static_cast<double>(layout.device_home_bytes + layout.device_cache_bytes);

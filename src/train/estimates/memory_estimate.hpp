@@ -30,6 +30,10 @@ struct MemoryEstimate {
   double total() const { return params + grads + optimizer + activations + refresh_work; }
 };
 
+// The config as the estimates plan a launch of `world` ranks, `ranks_per_node` to a node
+// (distributed.world_size and, unless set, ranks_per_node filled in); the config itself for one.
+Config planned_launch(const Config& cfg, int world, int ranks_per_node);
+
 // One process of a single-process run.
 MemoryEstimate process_memory(const Config& cfg, TierCheck tiers = TierCheck::Planned);
 // The largest rank of a launch of `world` ranks, `ranks_per_node` to a node (world > 1).
@@ -37,7 +41,10 @@ MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node, Tie
 
 // What one GPU holds with runtime.backend cuda (each rank's, with several): fp32 parameters and
 // gradients, the device tier's optimizer state (its homes and cache region) and the activations
-// of one micro-batch (refresh_work 0: the device's scratch is not counted).
+// of one micro-batch (refresh_work 0: the device's scratch is not counted). A sharded launch
+// (distributed.world_size > 1 with fsdp full or hybrid): its largest rank's, with its shards,
+// the whole layers in flight and the receive buffer (fsdp/device_shards.hpp), and its shards'
+// optimizer state. process_memory is then that rank's host side (its shards' image).
 MemoryEstimate device_memory(const Config& cfg, TierCheck tiers = TierCheck::Planned);
 // Throws asteria::Error, naming the config, the device, the bytes needed by part and the device's
 // free bytes, when `need` exceeds them: the startup check of a GPU run, before it allocates.

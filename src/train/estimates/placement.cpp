@@ -384,15 +384,18 @@ PlacementInputs placement_inputs(const Config& cfg, int world, int ranks_per_nod
   PlacementInputs in;
   in.limit = limit;
   in.limit_source = std::move(limit_source);
+  // On the GPU every rank is a process of its own on the host (a sharded rank's with its shards).
   in.estimate = [world, ranks_per_node](const Config& c, TierCheck check) {
-    return world == 1 || c.runtime.backend == BackendKind::Cuda ? process_memory(c, check)
-                                                                : rank_memory(c, world, ranks_per_node, check);
+    if (c.runtime.backend == BackendKind::Cuda) return process_memory(planned_launch(c, world, ranks_per_node), check);
+    return world == 1 ? process_memory(c, check) : rank_memory(c, world, ranks_per_node, check);
   };
   in.disk_free = free_disk_bytes(std::filesystem::path(disk_tier_file(cfg)).parent_path().string());
   // Each rank sees its own GPU as device 0 (train/rank_device.hpp).
   if (DeviceMemory dev; cfg.runtime.backend == BackendKind::Cuda && cuda_device_memory(0, &dev)) {
     in.device_free = dev.free;
-    in.device_estimate = [](const Config& c, TierCheck check) { return device_memory(c, check); };
+    in.device_estimate = [world, ranks_per_node](const Config& c, TierCheck check) {
+      return device_memory(planned_launch(c, world, ranks_per_node), check);
+    };
   }
   return in;
 }
@@ -409,7 +412,7 @@ Placement place_for_planning(const Config& cfg) {
     p.need = rank_memory(cfg, world, per_node);
     return p;
   }
-  return place_run(cfg, cfg.runtime.backend == BackendKind::Cuda ? 1 : world, per_node);
+  return place_run(cfg, world, per_node);
 }
 
 nlohmann::json placement_json(const Placement& p) {
