@@ -14,66 +14,18 @@
 #include <vector>
 
 #include "comm/mpi_communicator.hpp"
-#include "comm/replica_mean.hpp"
 #include "comm/topology.hpp"
 #include "fsdp/device_shards.hpp"
 #include "fsdp/sharding.hpp"
 #include "../core/scrambled_device_backend.hpp"
+#include "../fsdp/device_shards_check.hpp"
 
 using namespace asteria;
+using asteria::test_support::DeviceIo;
 using asteria::test_support::ScrambledDeviceBackend;
+using asteria::test_support::StagedVectorOps;
 
 namespace {
-
-// Device memory read and written only through the backend's copies.
-class DeviceIo {
- public:
-  explicit DeviceIo(Backend& dev) : dev_(dev), stream_(dev.create_stream(StreamPriority::Low)) {}
-  std::vector<float> read(const float* p, size_t n) {
-    std::vector<float> out(n);
-    if (n) dev_.copy(out.data(), p, n * sizeof(float), *stream_);
-    stream_->synchronize();
-    return out;
-  }
-  void write(float* p, const std::vector<float>& v) {
-    if (!v.empty()) dev_.copy(p, v.data(), v.size() * sizeof(float), *stream_);
-    stream_->synchronize();
-  }
-
- private:
-  Backend& dev_;
-  std::unique_ptr<Stream> stream_;
-};
-
-// ShardVectorOps on the scrambled memory: the host twins' arithmetic on values copied out.
-class StagedVectorOps final : public ShardVectorOps {
- public:
-  explicit StagedVectorOps(Backend& dev) : io_(dev) {}
-  void add(float* acc, const float* x, size_t n) override {
-    std::vector<float> a = io_.read(acc, n);
-    const std::vector<float> b = io_.read(x, n);
-    for (size_t i = 0; i < n; ++i) a[i] += b[i];
-    io_.write(acc, a);
-  }
-  void rotate_left(float* x, size_t n, size_t first) override {
-    std::vector<float> v = io_.read(x, n);
-    std::rotate(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(first), v.end());
-    io_.write(x, v);
-  }
-  void scale_to_mean(float* x, size_t n, int world) override {
-    std::vector<float> v = io_.read(x, n);
-    asteria::scale_to_mean(v.data(), n, world);
-    io_.write(x, v);
-  }
-  double sum_of_squares(const float* x, size_t n) override {
-    double s = 0;
-    for (float v : io_.read(x, n)) s += static_cast<double>(v) * v;
-    return s;
-  }
-
- private:
-  DeviceIo io_;
-};
 
 // NCCL's semantics over MPI: every buffer device memory (staged through host memory here), the
 // uneven gather as one broadcast per owner's part, a request complete when its work is; and the
