@@ -44,6 +44,9 @@ for t in test_cuda test_core; do
   grep -E '^\[  FAILED  \]|Failure|relative error' "$OUT/$t.log" | head -20 | tee -a "$OUT/summary.txt"
   [[ $rc -eq 0 ]] || status=1
 done
+# The new paths by name: sharding on the GPU (one rank of two on this GPU; two GPUs train sharded
+# where there are two) and the bf16 storage (the weights' copy in the GEMMs, the packed activations).
+log "sharded and bf16 cases: $(grep -E '^\[ +(OK|FAILED|SKIPPED) +\] (DeviceShardsCuda|TwoRanksOnCuda\.Sharded|Ops\.LinearBf16|.*ModelOnCuda\.Bf16)' "$OUT/test_cuda.log" | sed -E 's/^\[ +([A-Z]+) +\] ([^ ]+).*/\2 \1/' | tr '\n' ' ')"
 timeout "$(limit 120)" "$BIN/bench_gemm_cuda" --micro-batch 8 > "$OUT/bench_gemm_cuda.json" 2> "$OUT/bench_gemm_cuda.err"
 log "bench_gemm_cuda: rc $? $(python3 -c "import json,sys; d=json.load(open('$OUT/bench_gemm_cuda.json')); print('bf16 %.0f TFLOP/s (%.0f %% of %g), fp32 %.0f TFLOP/s' % (d['bf16_in_fp32_out']['step_weighted_tflops'], 100*d['bf16_in_fp32_out']['fraction_of_bf16_peak'], d['peak_bf16_dense_tflops'], d['fp32']['step_weighted_tflops']))" 2>&1)"
 # The whole model's forward + backward on the device (fp32 path), OLMo-1B at seq 2048.

@@ -40,14 +40,14 @@ void attention_sublayer_forward(const BlockContext<T>& ctx, const BlockTensors<T
   T* qkv = L.qkv.in(acts);  // [N, 3C]
   if (cfg.qk_norm) {
     T* raw = L.qkv_raw.in(acts);  // [N, 3C]
-    linear_forward_at<Ops>(ctx.bf16, raw, h, w.att_qkv, N, C, 3 * C, false);
+    linear_forward_at<Ops>(ctx.gemm, raw, h, w.att_qkv, N, C, 3 * C, false);
     Ops::rmsnorm_forward(qkv, 3 * C, L.q_rstd.in(acts), raw, 3 * C, w.q_norm,
                          static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
     Ops::rmsnorm_forward(qkv + C, 3 * C, L.k_rstd.in(acts), raw + C, 3 * C, w.k_norm,
                          static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
     Ops::copy_columns(qkv + 2 * C, 3 * C, raw + 2 * C, 3 * C, N, C);
   } else {
-    linear_forward_at<Ops>(ctx.bf16, qkv, h, w.att_qkv, N, C, 3 * C, false);
+    linear_forward_at<Ops>(ctx.gemm, qkv, h, w.att_qkv, N, C, 3 * C, false);
   }
   // q and k are adjacent in a row: rotate them as 2*NH heads in one pass.
   Ops::rope_forward(qkv, 3 * C, N, Tn, 2 * NH, hd, ctx.rope_cos, ctx.rope_sin);
@@ -105,21 +105,21 @@ void block_forward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
                  static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
     attention_sublayer_forward<T, Ops>(ctx, w, L, acts, att_nx, S, scratch);
     Ops::copy(x1, x, NC);
-    linear_forward_at<Ops>(ctx.bf16, x1, L.atty.in(acts), w.att_out, N, C, C, true);  // x1 = x + att
+    linear_forward_at<Ops>(ctx.gemm, x1, L.atty.in(acts), w.att_out, N, C, C, true);  // x1 = x + att
     norm_forward<Ops>(kind, mlp_nx, L.mlp_mean.in(acts), L.mlp_rstd.in(acts), x1, w.mlp_norm,
                  static_cast<const T*>(nullptr), N, C, cfg.norm_eps);
-    linear_forward_at<Ops>(ctx.bf16, up, mlp_nx, w.mlp_up, N, C, 2 * F, false);
+    linear_forward_at<Ops>(ctx.gemm, up, mlp_nx, w.mlp_up, N, C, 2 * F, false);
     Ops::swiglu_forward(act, up, N, F);
     Ops::copy(out, x1, NC);
-    linear_forward_at<Ops>(ctx.bf16, out, act, w.mlp_down, N, F, C, true);  // out = x1 + mlp
+    linear_forward_at<Ops>(ctx.gemm, out, act, w.mlp_down, N, F, C, true);  // out = x1 + mlp
   } else {
     attention_sublayer_forward<T, Ops>(ctx, w, L, acts, x, S, scratch);
-    linear_forward_at<Ops>(ctx.bf16, att_nx, L.atty.in(acts), w.att_out, N, C, C, false);
+    linear_forward_at<Ops>(ctx.gemm, att_nx, L.atty.in(acts), w.att_out, N, C, C, false);
     norm_forward<Ops>(kind, x1, L.att_mean.in(acts), L.att_rstd.in(acts), att_nx, w.att_norm, x, N, C,
                  cfg.norm_eps);  // x1 = x + norm(att)
-    linear_forward_at<Ops>(ctx.bf16, up, x1, w.mlp_up, N, C, 2 * F, false);
+    linear_forward_at<Ops>(ctx.gemm, up, x1, w.mlp_up, N, C, 2 * F, false);
     Ops::swiglu_forward(act, up, N, F);
-    linear_forward_at<Ops>(ctx.bf16, mlp_nx, act, w.mlp_down, N, F, C, false);
+    linear_forward_at<Ops>(ctx.gemm, mlp_nx, act, w.mlp_down, N, F, C, false);
     norm_forward<Ops>(kind, out, L.mlp_mean.in(acts), L.mlp_rstd.in(acts), mlp_nx, w.mlp_norm, x1, N,
                  C, cfg.norm_eps);  // out = x1 + norm(mlp)
   }
@@ -146,32 +146,32 @@ void block_backward(const BlockContext<T>& ctx, const BlockTensors<T>& w,
 
   if (cfg.norm_placement == NormPlacement::Pre) {
     // MLP: out = x1 + mlp_down(swiglu(mlp_up(norm(x1))))
-    linear_backward_at<Ops>(ctx.bf16, dmid, dw.mlp_down, dres, act, w.mlp_down, N, F, C, scale, false);
+    linear_backward_at<Ops>(ctx.gemm, dmid, dw.mlp_down, dres, act, w.mlp_down, N, F, C, scale, false);
     Ops::swiglu_backward(dwide, dmid, up, N, F);
-    linear_backward_at<Ops>(ctx.bf16, dnx, dw.mlp_up, dwide, mlp_nx, w.mlp_up, N, C, 2 * F, scale, false);
+    linear_backward_at<Ops>(ctx.gemm, dnx, dw.mlp_up, dwide, mlp_nx, w.mlp_up, N, C, 2 * F, scale, false);
     norm_backward<Ops>(kind, dres, dw.mlp_norm, dnx, x1, w.mlp_norm, L.mlp_mean.in(acts),
                   L.mlp_rstd.in(acts), N, C, scale, true);
     // Attention: x1 = x + att_out(attention(norm(x)))
-    linear_backward_at<Ops>(ctx.bf16, dmid, dw.att_out, dres, atty, w.att_out, N, C, C, scale, false);
+    linear_backward_at<Ops>(ctx.gemm, dmid, dw.att_out, dres, atty, w.att_out, N, C, C, scale, false);
     attention_sublayer_backward<T, Ops>(ctx, w, dw, L, acts, dmid, dwide, att_scratch, S.att_slabs,
                                 scale);
-    linear_backward_at<Ops>(ctx.bf16, dnx, dw.att_qkv, dwide, att_nx, w.att_qkv, N, C, 3 * C, scale, false);
+    linear_backward_at<Ops>(ctx.gemm, dnx, dw.att_qkv, dwide, att_nx, w.att_qkv, N, C, 3 * C, scale, false);
     norm_backward<Ops>(kind, dres, dw.att_norm, dnx, x, w.att_norm, L.att_mean.in(acts),
                   L.att_rstd.in(acts), N, C, scale, true);
   } else {
     // MLP: out = x1 + norm(mlp_down(swiglu(mlp_up(x1))))
     norm_backward<Ops>(kind, dnx, dw.mlp_norm, dres, mlp_nx, w.mlp_norm, L.mlp_mean.in(acts),
                   L.mlp_rstd.in(acts), N, C, scale, false);
-    linear_backward_at<Ops>(ctx.bf16, dmid, dw.mlp_down, dnx, act, w.mlp_down, N, F, C, scale, false);
+    linear_backward_at<Ops>(ctx.gemm, dmid, dw.mlp_down, dnx, act, w.mlp_down, N, F, C, scale, false);
     Ops::swiglu_backward(dwide, dmid, up, N, F);
-    linear_backward_at<Ops>(ctx.bf16, dres, dw.mlp_up, dwide, x1, w.mlp_up, N, C, 2 * F, scale, true);
+    linear_backward_at<Ops>(ctx.gemm, dres, dw.mlp_up, dwide, x1, w.mlp_up, N, C, 2 * F, scale, true);
     // Attention: x1 = x + norm(att_out(attention(x)))
     norm_backward<Ops>(kind, dnx, dw.att_norm, dres, att_nx, w.att_norm, L.att_mean.in(acts),
                   L.att_rstd.in(acts), N, C, scale, false);
-    linear_backward_at<Ops>(ctx.bf16, dmid, dw.att_out, dnx, atty, w.att_out, N, C, C, scale, false);
+    linear_backward_at<Ops>(ctx.gemm, dmid, dw.att_out, dnx, atty, w.att_out, N, C, C, scale, false);
     attention_sublayer_backward<T, Ops>(ctx, w, dw, L, acts, dmid, dwide, att_scratch, S.att_slabs,
                                 scale);
-    linear_backward_at<Ops>(ctx.bf16, dres, dw.att_qkv, dwide, x, w.att_qkv, N, C, 3 * C, scale, true);
+    linear_backward_at<Ops>(ctx.gemm, dres, dw.att_qkv, dwide, x, w.att_qkv, N, C, 3 * C, scale, true);
   }
 }
 

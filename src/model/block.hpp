@@ -7,6 +7,7 @@
 //       mlp(h) = mlp_down(swiglu(mlp_up(h))).
 #include "model/activation_layout.hpp"
 #include "model/model_config.hpp"
+#include "model/ops/gemm_precision.hpp"
 #include "model/param_table.hpp"
 
 namespace asteria {
@@ -37,7 +38,9 @@ template <class T>
 struct BlockContext {
   const ModelConfig* cfg = nullptr;
   int batch = 0;
-  bool bf16 = false;   // runtime.precision bf16: the GEMMs' operands rounded to bf16 (ops/linear.hpp)
+  // runtime.precision bf16: the GEMMs' operands rounded to bf16 (ops/linear.hpp), the block's
+  // weights read from its layer's bf16 copy when the model keeps one.
+  GemmPrecision gemm;
   const T* rope_cos = nullptr;
   const T* rope_sin = nullptr;
 };

@@ -15,7 +15,7 @@ int head_rows(const ModelConfig& cfg, int N) { return cfg.head_chunk > 0 ? std::
 }  // namespace
 
 template <class T, class Ops>
-ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, bool bf16, const HeadTensors<T>& w,
+ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const GemmPrecision& gemm, const HeadTensors<T>& w,
                                      const HeadActivationLayout& L, T* acts, const T* x,
                                      const int32_t* targets) {
   const int C = cfg.d_model, V = cfg.vocab_size, N = batch * cfg.seq_len;
@@ -27,7 +27,7 @@ ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, bool bf1
   ops::CrossEntropyResult total;
   for (int r = 0; r < N; r += chunk) {
     const int n = std::min(chunk, N - r);
-    linear_forward_at<Ops>(bf16, logits, xf + static_cast<size_t>(r) * C, w.lm_head, n, C, V, false);
+    linear_forward_at<Ops>(gemm, logits, xf + static_cast<size_t>(r) * C, w.lm_head, n, C, V, false);
     const ops::CrossEntropyResult part = Ops::cross_entropy_fused(logits, targets + r, n, V, cfg.z_loss, N);
     total.ce += part.ce;
     total.z += part.z;
@@ -36,7 +36,7 @@ ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, bool bf1
 }
 
 template <class T, class Ops>
-void head_backward(const ModelConfig& cfg, int batch, bool bf16, const HeadTensors<T>& w,
+void head_backward(const ModelConfig& cfg, int batch, const GemmPrecision& gemm, const HeadTensors<T>& w,
                    const HeadTensors<T>& dw, const HeadActivationLayout& L, T* acts,
                    const T* x, const int32_t* targets, const ScratchLayout& S, T* scratch, T scale) {
   const int C = cfg.d_model, V = cfg.vocab_size, N = batch * cfg.seq_len;
@@ -46,15 +46,15 @@ void head_backward(const ModelConfig& cfg, int batch, bool bf16, const HeadTenso
   T* dx = S.dres.in(scratch);             // [N, C]
   const int chunk = head_rows(cfg, N);
   if (chunk == N) {
-    linear_backward_at<Ops>(bf16, dxf, dw.lm_head, dlogits, xf, w.lm_head, N, C, V, scale, false);
+    linear_backward_at<Ops>(gemm, dxf, dw.lm_head, dlogits, xf, w.lm_head, N, C, V, scale, false);
   } else {
     // The chunk's logits again, and their gradient as the forward's fused pass left it.
     for (int r = 0; r < N; r += chunk) {
       const int n = std::min(chunk, N - r);
       const T* xr = xf + static_cast<size_t>(r) * C;
-      linear_forward_at<Ops>(bf16, dlogits, xr, w.lm_head, n, C, V, false);
+      linear_forward_at<Ops>(gemm, dlogits, xr, w.lm_head, n, C, V, false);
       Ops::cross_entropy_fused(dlogits, targets + r, n, V, cfg.z_loss, N);
-      linear_backward_at<Ops>(bf16, dxf + static_cast<size_t>(r) * C, dw.lm_head, dlogits, xr, w.lm_head, n, C, V, scale, false);
+      linear_backward_at<Ops>(gemm, dxf + static_cast<size_t>(r) * C, dw.lm_head, dlogits, xr, w.lm_head, n, C, V, scale, false);
     }
   }
   norm_backward<Ops>(cfg.norm, dx, dw.norm_f, dxf, x, w.norm_f, L.mean.in(acts), L.rstd.in(acts), N,
@@ -62,10 +62,10 @@ void head_backward(const ModelConfig& cfg, int batch, bool bf16, const HeadTenso
 }
 
 #define ASTERIA_INSTANTIATE_HEAD(T, Ops)                                                               \
-  template ops::CrossEntropyResult head_forward<T, Ops>(const ModelConfig&, int, bool, const HeadTensors<T>&, \
+  template ops::CrossEntropyResult head_forward<T, Ops>(const ModelConfig&, int, const GemmPrecision&, const HeadTensors<T>&, \
                                                         const HeadActivationLayout&, T*, const T*,      \
                                                         const int32_t*);                                \
-  template void head_backward<T, Ops>(const ModelConfig&, int, bool, const HeadTensors<T>&,                   \
+  template void head_backward<T, Ops>(const ModelConfig&, int, const GemmPrecision&, const HeadTensors<T>&,                   \
                                       const HeadTensors<T>&, const HeadActivationLayout&, T*, const T*, \
                                       const int32_t*, const ScratchLayout&, T*, T);
 ASTERIA_INSTANTIATE_HEAD(float, CpuOps)

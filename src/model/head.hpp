@@ -12,6 +12,7 @@
 
 #include "model/activation_layout.hpp"
 #include "model/model_config.hpp"
+#include "model/ops/gemm_precision.hpp"
 #include "model/ops/cross_entropy.hpp"
 
 namespace asteria {
@@ -24,10 +25,10 @@ struct HeadTensors {
   T* lm_head = nullptr;    // [E, C]: lm_head, or wte when tied
 };
 
-// Pointers in the op set's memory (targets too). bf16: the LM head's GEMM operands rounded to bf16
-// (runtime.precision bf16, ops/linear.hpp). Computes the loss parts and leaves dL/dlogits in the activations (fused cross-entropy).
+// Pointers in the op set's memory (targets too). gemm: the LM head's precision (bf16 operands
+// under runtime.precision bf16, ops/linear.hpp, its weight from the model's bf16 copy when kept). Computes the loss parts and leaves dL/dlogits in the activations (fused cross-entropy).
 template <class T, class Ops = CpuOps>
-ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, bool bf16, const HeadTensors<T>& w,
+ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, const GemmPrecision& gemm, const HeadTensors<T>& w,
                                      const HeadActivationLayout& layout, T* acts, const T* x,
                                      const int32_t* targets);
 
@@ -35,7 +36,7 @@ ops::CrossEntropyResult head_forward(const ModelConfig& cfg, int batch, bool bf1
 // (chunked: the logits are computed again). acts is written only when chunked (the chunk's
 // logits scratch).
 template <class T, class Ops = CpuOps>
-void head_backward(const ModelConfig& cfg, int batch, bool bf16, const HeadTensors<T>& w,
+void head_backward(const ModelConfig& cfg, int batch, const GemmPrecision& gemm, const HeadTensors<T>& w,
                    const HeadTensors<T>& dw, const HeadActivationLayout& layout, T* acts,
                    const T* x, const int32_t* targets, const ScratchLayout& scratch_layout, T* scratch, T scale);
 

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 
 #include "core/buffer.hpp"
@@ -77,6 +78,32 @@ struct Model<T, Ops>::Impl {
   Array<T> rope_cos, rope_sin;  // [T, hd/2]
   BlockContext<T> ctx;
   double ce = 0, z = 0;
+  // bf16 with owned parameters: each layer's bf16 copy of its parameters (model.hpp), remade
+  // before the layer's GEMMs read it whenever params(l) was handed out since (whoever asked may
+  // have written through it: the optimizer's step, a restore) - once per step in training.
+  std::vector<Array<uint16_t>> weights_bf16;
+  std::unique_ptr<std::atomic<bool>[]> copy_stale;
+  size_t copies_made = 0;
+
+  // The precision of layer l's GEMMs, its bf16 copy brought up to date first.
+  GemmPrecision gemm_of(int l) {
+    GemmPrecision g;
+    g.bf16 = bf16;
+    if constexpr (std::is_same_v<T, float>) {
+      if (weights_bf16.empty() || weights_bf16[l].size() == 0) return g;
+      if (copy_stale[l].exchange(false)) {
+        Ops::pack_bf16(weights_bf16[l].data(), param_ptr[l], tables[l].numel);
+        ++copies_made;
+      }
+      g.weights = {param_ptr[l], weights_bf16[l].data(), tables[l].numel};
+    }
+    return g;
+  }
+  // The head's: its LM head is the embedding's weight when tied.
+  GemmPrecision head_gemm() { return gemm_of(cfg.tied_embeddings ? 0 : cfg.n_layers + 1); }
+  void mark_stale(int l) {
+    if (!weights_bf16.empty()) copy_stale[l] = true;
+  }
 
   T* x(int i) { return residual.data() + static_cast<size_t>(i) * N * cfg.d_model; }
 
@@ -166,7 +193,14 @@ Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
   m.residual.resize(static_cast<size_t>(L + 1) * m.N * cfg.d_model);
   m.block_layout = block_activation_layout(cfg, batch);
   m.bf16 = precision == ComputePrecision::Bf16;
-  m.ctx.bf16 = m.bf16;
+  m.ctx.gemm.bf16 = m.bf16;
+  if (m.bf16 && storage == Storage::Owned) {
+    m.copy_stale = std::make_unique<std::atomic<bool>[]>(m.tables.size());
+    for (int l = 0; l < static_cast<int>(m.tables.size()); ++l) {
+      m.weights_bf16.emplace_back(layer_has_gemm_weights(cfg, l) ? m.tables[l].numel : 0);
+      m.copy_stale[l] = true;
+    }
+  }
   if (m.bf16) {
     m.packing = block_storage_layout(cfg, m.block_layout);
     m.shared_acts.resize(m.block_layout.total);
@@ -230,6 +264,7 @@ const ParamTable& Model<T, Ops>::table(int l) const {
 }
 template <class T, class Ops>
 T* Model<T, Ops>::params(int l) {
+  impl_->mark_stale(l);   // the caller may write through it
   return impl_->param_ptr.at(l);
 }
 template <class T, class Ops>
@@ -277,6 +312,7 @@ void Model<T, Ops>::init_layer(int l, uint64_t seed) {
     }
   }
   if (!Ops::kHostMemory) Ops::to_device(m.param_ptr[l], staging.data(), staging.size());
+  m.mark_stale(l);
 }
 
 template <class T, class Ops>
@@ -310,13 +346,14 @@ double Model<T, Ops>::forward(int l) {
     return 0.0;
   }
   if (l <= L) {
+    m.ctx.gemm = m.gemm_of(l);
     block_forward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
                   m.scratch_layout, m.scratch.data());
     if (m.bf16) m.store_bf16(l - 1);
     if (m.bf16 || recomputes(l)) m.shared_holds = l;
     return 0.0;
   }
-  const auto r = head_forward<T, Ops>(m.cfg, m.batch, m.bf16, m.head_w, m.head_layout, m.head_acts.data(), m.x(L),
+  const auto r = head_forward<T, Ops>(m.cfg, m.batch, m.head_gemm(), m.head_w, m.head_layout, m.head_acts.data(), m.x(L),
                               m.targets.data());
   m.ce = r.ce;
   m.z = m.cfg.z_loss * r.z;  // the z-loss part of the loss: ce + z = loss
@@ -336,6 +373,7 @@ void Model<T, Ops>::recompute(int l) {
   if (m.shared_holds == l) return;
   // The same call as the forward's, into the same buffers: x(l) is rewritten with the values it
   // holds, and the activations come out bit for bit as they were (bf16: then rounded as they were).
+  m.ctx.gemm = m.gemm_of(l);
   block_forward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_layout, m.block_acts[l - 1], m.x(l - 1), m.x(l),
                 m.scratch_layout, m.scratch.data());
   if (m.bf16) m.store_bf16(l - 1);
@@ -349,7 +387,7 @@ void Model<T, Ops>::backward(int l, double grad_scale) {
   ASTERIA_ASSERT(l >= 0 && l <= L + 1, "layer ", l);
   const T scale = static_cast<T>(grad_scale);
   if (l == L + 1) {
-    head_backward<T, Ops>(m.cfg, m.batch, m.bf16, m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
+    head_backward<T, Ops>(m.cfg, m.batch, m.head_gemm(), m.head_w, m.head_dw, m.head_layout, m.head_acts.data(), m.x(L),
                   m.targets.data(), m.scratch_layout, m.scratch.data(), scale);
   } else if (l >= 1) {
     if (m.bf16 && !recomputes(l) && m.shared_holds != l) {
@@ -358,6 +396,7 @@ void Model<T, Ops>::backward(int l, double grad_scale) {
     }
     ASTERIA_ASSERT(!recomputes(l) || m.shared_holds == l, "backward(", l,
                    "): a recomputed block needs recompute(", l, ") first");
+    m.ctx.gemm = m.gemm_of(l);
     block_backward<T, Ops>(m.ctx, m.block_w[l - 1], m.block_dw[l - 1], m.block_layout, m.block_acts[l - 1],
                    m.x(l - 1), m.scratch_layout, m.scratch.data(), scale);
   } else {
@@ -378,6 +417,18 @@ double Model<T, Ops>::last_z_loss() const {
 template <class T, class Ops>
 const T* Model<T, Ops>::last_final_hidden() const {
   return impl_->head_layout.xf.in(impl_->head_acts.data());
+}
+
+template <class T, class Ops>
+size_t Model<T, Ops>::bf16_copies_made() const {
+  return impl_->copies_made;
+}
+
+template <class T, class Ops>
+size_t Model<T, Ops>::bf16_copy_bytes() const {
+  size_t n = 0;
+  for (const auto& b : impl_->weights_bf16) n += b.size() * sizeof(uint16_t);
+  return n;
 }
 
 template <class T, class Ops>

@@ -31,7 +31,12 @@
 // values whether they were packed and widened again or recomputed: recompute on and off give the
 // same bits) and packs them into bf16 buffers of its own; its backward widens them back into the
 // shared buffer. Parameters, gradients, the residual stream and the head stay fp32, on both
-// backends alike (the CPU rounds at the same places as the GPU).
+// backends alike (the CPU rounds at the same places as the GPU). With owned parameters the model
+// keeps a bf16 copy of each layer's parameters (2 bytes each), made before the layer's GEMMs
+// whenever params(l) was handed out since (whoever asked may have written through it: in
+// training the optimizer's step, so once per step, after the optimizer), and the GEMMs read their
+// weights from it instead of rounding them each time; the same values either way. Bound layers
+// (sharded: a new buffer at every gather) round their weights in each GEMM.
 //
 // Storage::Image: the parameters only (no gradients, no activations): the host image of a model
 // that runs on another backend (init, checkpoints, export read and write it); it runs nothing.
@@ -71,7 +76,8 @@ class Model {
   int num_layers() const;                          // n_layers + 2
   const std::string& layer_name(int l) const;
   const ParamTable& table(int l) const;
-  T* params(int l);                                // null when unbound (Storage::Bound)
+  T* params(int l);                                // null when unbound (Storage::Bound); marks
+                                                   // layer l's bf16 copy for remaking
   T* grads(int l);
   size_t num_params() const;                       // all layers
   // Storage::Bound: layer l's buffers from now on (table(l).numel elements each; nullptr unbinds).
@@ -109,6 +115,9 @@ class Model {
 
   // Bytes of activation memory held for backward (for reports).
   size_t activation_bytes() const;
+  // bf16 copies of a layer's parameters made so far (for tests), and the bytes they take.
+  size_t bf16_copies_made() const;
+  size_t bf16_copy_bytes() const;
 
  private:
   struct Impl;
@@ -123,6 +132,10 @@ extern template class Model<float, CudaOps>;
 
 // Parameter count and tables without allocating a model (for --dry-run of big presets).
 std::vector<ParamTable> model_param_tables(const ModelConfig& cfg);
+// Whether layer l holds GEMM weights (the blocks, the LM head's layer: the embedding when tied),
+// and the bytes of the bf16 weight copies a Model with owned parameters keeps at bf16 precision.
+bool layer_has_gemm_weights(const ModelConfig& cfg, int l);
+size_t model_bf16_weight_copy_bytes(const ModelConfig& cfg);
 // Layer names without allocating a model: "embed", "blocks.0" .. "blocks.N-1", "head".
 std::vector<std::string> model_layer_names(const ModelConfig& cfg);
 // Per layer (as model_layer_names), whether it recomputes its activations for its backward.

@@ -40,6 +40,19 @@ std::vector<ParamTable> model_param_tables(const ModelConfig& cfg) {
   return tables;
 }
 
+bool layer_has_gemm_weights(const ModelConfig& cfg, int l) {
+  const int L = cfg.n_layers;
+  return (l >= 1 && l <= L) || l == (cfg.tied_embeddings ? 0 : L + 1);
+}
+
+size_t model_bf16_weight_copy_bytes(const ModelConfig& cfg) {
+  const std::vector<ParamTable> tables = model_param_tables(cfg);
+  size_t n = 0;
+  for (int l = 0; l < static_cast<int>(tables.size()); ++l)
+    if (layer_has_gemm_weights(cfg, l)) n += tables[l].numel;
+  return n * sizeof(uint16_t);
+}
+
 std::vector<std::string> model_layer_names(const ModelConfig& cfg) {
   std::vector<std::string> names{"embed"};
   for (int i = 0; i < cfg.n_layers; i++) names.push_back("blocks." + std::to_string(i));

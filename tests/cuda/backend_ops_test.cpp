@@ -21,6 +21,7 @@
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/embedding.hpp"
 #include "model/ops/layernorm.hpp"
+#include "model/ops/bf16_storage.hpp"
 #include "model/ops/linear.hpp"
 #include "model/ops/rmsnorm.hpp"
 #include "model/ops/rope.hpp"
@@ -87,13 +88,23 @@ TEST_F(Ops, LinearBf16) {
       std::vector<float> y = y0, dx = dx0, dw = dw0;
       float *d_y = up(y0), *d_dx = up(dx0), *d_dw = up(dw0);
       ops::linear_forward(y.data(), xr.data(), wr.data(), N, IC, OC, acc);
-      ops::cuda::linear_forward_bf16(d_y, up(x), up(w), N, IC, OC, acc);
+      ops::cuda::linear_forward_bf16(d_y, up(x), up(w), nullptr, N, IC, OC, acc);
       ops::linear_backward(dx.data(), dw.data(), dyr.data(), xr.data(), wr.data(), N, IC, OC, 0.5f, acc);
-      ops::cuda::linear_backward_bf16(d_dx, d_dw, up(dy), up(x), up(w), N, IC, OC, 0.5f, acc);
+      ops::cuda::linear_backward_bf16(d_dx, d_dw, up(dy), up(x), up(w), nullptr, N, IC, OC, 0.5f, acc);
       const std::string at = " N " + std::to_string(N) + " accumulate " + std::to_string(acc);
       expect_close(down(d_y, y.size()), y, "linear bf16 forward" + at);
       expect_close(down(d_dx, dx.size()), dx, "linear bf16 dinp" + at);
       expect_close(down(d_dw, dw.size()), dw, "linear bf16 dweight" + at);
+      // The weight's bf16 copy made beforehand (the model's, once per step): the same bits as
+      // rounding it in the op.
+      std::vector<uint16_t> w_bf16(w.size());
+      ops::pack_bf16(w_bf16.data(), w.data(), w.size());
+      float *d_y2 = up(y0), *d_dx2 = up(dx0), *d_dw2 = up(dw0);
+      ops::cuda::linear_forward_bf16(d_y2, up(x), up(w), up(w_bf16), N, IC, OC, acc);
+      ops::cuda::linear_backward_bf16(d_dx2, d_dw2, up(dy), up(x), up(w), up(w_bf16), N, IC, OC, 0.5f, acc);
+      EXPECT_EQ(down(d_y2, y.size()), down(d_y, y.size())) << "forward with the weight's copy" << at;
+      EXPECT_EQ(down(d_dx2, dx.size()), down(d_dx, dx.size())) << "dinp with the weight's copy" << at;
+      EXPECT_EQ(down(d_dw2, dw.size()), down(d_dw, dw.size())) << "dweight with the weight's copy" << at;
     }
   }
 }

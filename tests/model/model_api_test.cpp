@@ -163,6 +163,63 @@ TEST(ModelApi, BoundBuffersGiveTheOwnedModelsLossAndGradients) {
   }
 }
 
+// runtime.precision bf16 with owned parameters: the GEMMs read each layer's bf16 copy of its
+// parameters, remade once after each change. A bound model (which rounds each GEMM's weight)
+// gives the same loss and gradients bit for bit before and after an update written through
+// params(l), as the optimizer writes it, tied and untied; a second micro-batch remakes no copy.
+TEST(ModelApi, Bf16WeightCopyGivesTheRoundedWeightsBitsAndFollowsEveryUpdate) {
+  for (bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    ModelConfig cfg = testing::tiny_config();
+    cfg.tied_embeddings = tied;
+    using M = Model<float>;
+    M owned(cfg, 2, M::Storage::Owned, {}, ComputePrecision::Bf16), bound(cfg, 2, M::Storage::Bound, {}, ComputePrecision::Bf16);
+    owned.init(7);
+    const int L = owned.num_layers();
+    size_t gemm_params = owned.table(tied ? 0 : L - 1).numel;
+    for (int l = 1; l < L - 1; ++l) gemm_params += owned.table(l).numel;
+    EXPECT_EQ(owned.bf16_copy_bytes(), gemm_params * 2);
+    EXPECT_EQ(bound.bf16_copy_bytes(), 0u);
+    const auto t = testing::random_batch(cfg, 2, 3);
+    owned.set_batch(t.inputs.data(), t.targets.data());
+    bound.set_batch(t.inputs.data(), t.targets.data());
+    for (int update = 0; update < 2; ++update) {
+      SCOPED_TRACE("after " + std::to_string(update) + " updates");
+      std::vector<std::vector<float>> p(L), g(L);
+      for (int l = 0; l < L; ++l) {
+        p[l].assign(owned.params(l), owned.params(l) + owned.table(l).numel);
+        g[l].assign(owned.table(l).numel, 0.0f);
+        bound.bind_params(l, p[l].data());
+        bound.bind_grads(l, g[l].data());
+      }
+      owned.zero_grads();
+      const size_t copies = owned.bf16_copies_made();
+      double a = 0, b = 0;
+      for (int micro = 0; micro < 2; ++micro) {
+        for (int l = 0; l < L; ++l) {
+          a = owned.forward(l);
+          b = bound.forward(l);
+        }
+        EXPECT_EQ(a, b);
+        for (int l = L - 1; l >= 0; --l) {
+          owned.backward(l, 0.5);
+          bound.backward(l, 0.5);
+        }
+        // Every layer with GEMM weights (the blocks and the LM head's) copied once, at the first
+        // micro-batch only.
+        EXPECT_EQ(owned.bf16_copies_made() - copies, static_cast<size_t>(cfg.n_layers + 1)) << "micro-batch " << micro;
+      }
+      for (int l = 0; l < L; ++l)
+        EXPECT_EQ(g[l], std::vector<float>(owned.grads(l), owned.grads(l) + owned.table(l).numel)) << l;
+      // An update as the optimizer makes it, large enough to change the bf16 values.
+      for (int l = 0; l < L; ++l) {
+        float* w = owned.params(l);
+        for (size_t i = 0; i < owned.table(l).numel; ++i) w[i] += 0.01f * static_cast<float>(i % 7) - 0.02f;
+      }
+    }
+  }
+}
+
 TEST(ModelApi, BadConfigAndTokensAreErrors) {
   ModelConfig cfg = testing::tiny_config();
   cfg.n_heads = 3;  // 16 % 3 != 0

@@ -247,17 +247,27 @@ TEST(Bf16Linear, EqualsFp32LinearOnRoundedOperands) {
   for (const bool acc : {false, true}) {
     std::vector<float> y = fill(N * OC), dx = fill(N * IC), dw = fill(OC * IC);
     std::vector<float> y_ref = y, dx_ref = dx, dw_ref = dw;
-    ops::linear_forward_bf16(y.data(), x.data(), w.data(), N, IC, OC, acc);
-    ops::linear_backward_bf16(dx.data(), dw.data(), dy.data(), x.data(), w.data(), N, IC, OC, 0.5f, acc);
+    std::vector<float> y_copy = y, dx_copy = dx, dw_copy = dw;
+    ops::linear_forward_bf16(y.data(), x.data(), w.data(), nullptr, N, IC, OC, acc);
+    ops::linear_backward_bf16(dx.data(), dw.data(), dy.data(), x.data(), w.data(), nullptr, N, IC, OC, 0.5f, acc);
     ops::linear_forward(y_ref.data(), rounded(x).data(), rounded(w).data(), N, IC, OC, acc);
     ops::linear_backward(dx_ref.data(), dw_ref.data(), rounded(dy).data(), rounded(x).data(), rounded(w).data(), N,
                          IC, OC, 0.5f, acc);
     EXPECT_EQ(y, y_ref);
     EXPECT_EQ(dx, dx_ref);
     EXPECT_EQ(dw, dw_ref);
+    // The weight's bf16 copy made beforehand (the model's, once per step) gives the same bits.
+    std::vector<uint16_t> w_bf16(w.size());
+    ops::pack_bf16(w_bf16.data(), w.data(), w.size());
+    ops::linear_forward_bf16(y_copy.data(), x.data(), w.data(), w_bf16.data(), N, IC, OC, acc);
+    ops::linear_backward_bf16(dx_copy.data(), dw_copy.data(), dy.data(), x.data(), w.data(), w_bf16.data(), N, IC, OC,
+                              0.5f, acc);
+    EXPECT_EQ(y_copy, y_ref);
+    EXPECT_EQ(dx_copy, dx_ref);
+    EXPECT_EQ(dw_copy, dw_ref);
   }
   std::vector<float> y_bf16(N * OC), y_fp32(N * OC);   // and the rounding is applied
-  ops::linear_forward_bf16(y_bf16.data(), x.data(), w.data(), N, IC, OC, false);
+  ops::linear_forward_bf16(y_bf16.data(), x.data(), w.data(), nullptr, N, IC, OC, false);
   ops::linear_forward(y_fp32.data(), x.data(), w.data(), N, IC, OC, false);
   EXPECT_NE(y_bf16, y_fp32);
 }

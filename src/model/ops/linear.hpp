@@ -1,6 +1,7 @@
 #pragma once
 // Linear layer without bias, PyTorch convention: weight is [out, in] and y = x W^T.
 // Both directions are single GEMMs over all N rows, so OpenBLAS threads them.
+#include <cstdint>
 
 namespace asteria::ops {
 
@@ -17,12 +18,15 @@ void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* 
 
 // The same contract with bf16 operands (runtime.precision bf16): inp, weight and dout are
 // rounded to bf16 and the products accumulate in fp32 into the fp32 out / dinp / dweight, as
-// autocast does. On the CPU the rounded operands are fp32 values in the calling thread's
-// workspace (grown once, then reused) and the GEMM is OpenBLAS's sgemm: a product of two bf16
+// autocast does. weight_bf16: the weight's bf16 values made beforehand (the model's copy, made
+// once per step), or null: the weight is rounded here; the same values either way. On the CPU
+// the rounded operands are fp32 values in the calling thread's workspace (grown once, then
+// reused; a copy is widened there) and the GEMM is OpenBLAS's sgemm: a product of two bf16
 // values is exact in fp32, so only the order of the fp32 sums differs from the GPU's.
-void linear_forward_bf16(float* out, const float* inp, const float* weight, int N, int IC, int OC, bool accumulate);
+void linear_forward_bf16(float* out, const float* inp, const float* weight, const uint16_t* weight_bf16, int N, int IC,
+                         int OC, bool accumulate);
 void linear_backward_bf16(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                          int N, int IC, int OC, float scale, bool accumulate_dinp);
+                          const uint16_t* weight_bf16, int N, int IC, int OC, float scale, bool accumulate_dinp);
 
 // The CUDA backend's op (ops/cuda/linear.cu): the same contract on device pointers, queued on
 // the calling thread's current stream (core/cuda/cuda_context.hpp). Defined for float in builds
@@ -36,13 +40,15 @@ template <class T>
 void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
                      int IC, int OC, T scale, bool accumulate_dinp);
 
-// bf16 operands on the tensor cores (the bf16 copies in the calling thread's workspace).
+// bf16 operands on the tensor cores (the bf16 copies in the calling thread's workspace; a
+// weight_bf16 given is read in place).
 template <class T>
-void linear_forward_bf16(T* out, const T* inp, const T* weight, int N, int IC, int OC, bool accumulate);
+void linear_forward_bf16(T* out, const T* inp, const T* weight, const uint16_t* weight_bf16, int N, int IC, int OC,
+                         bool accumulate);
 
 template <class T>
-void linear_backward_bf16(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N,
-                          int IC, int OC, T scale, bool accumulate_dinp);
+void linear_backward_bf16(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const uint16_t* weight_bf16,
+                          int N, int IC, int OC, T scale, bool accumulate_dinp);
 
 }  // namespace cuda
 

@@ -12,11 +12,13 @@
 // ops (linear_*_bf16, the bf16 storage ops), and linear_forward_at / linear_backward_at below
 // pick the linear layer's variant.
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <utility>
 
 #include "core/buffer.hpp"
+#include "model/ops/gemm_precision.hpp"
 #include "core/cuda/device_buffer.hpp"
 #include "model/ops/attention.hpp"
 #include "model/ops/attention_tiled.hpp"
@@ -72,20 +74,21 @@ struct CudaOps {
   static void zero(T* p, size_t n) { cuda::device_zero(p, n * sizeof(T)); }
 };
 
-// The linear layer at the run's precision: bf16 operands when `bf16` (runtime.precision bf16;
-// T float), else T's. T double (the finite-difference checks) always computes in double.
 template <class Ops, class T>
-void linear_forward_at(bool bf16, T* out, const T* inp, const T* weight, int N, int IC, int OC, bool accumulate) {
+void linear_forward_at(const GemmPrecision& p, T* out, const T* inp, const T* weight, int N, int IC, int OC,
+                       bool accumulate) {
   if constexpr (std::is_same_v<T, float>)
-    if (bf16) return Ops::linear_forward_bf16(out, inp, weight, N, IC, OC, accumulate);
+    if (p.bf16) return Ops::linear_forward_bf16(out, inp, weight, p.weights.of(weight), N, IC, OC, accumulate);
   Ops::linear_forward(out, inp, weight, N, IC, OC, accumulate);
 }
 
 template <class Ops, class T>
-void linear_backward_at(bool bf16, T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int N, int IC,
-                        int OC, T scale, bool accumulate_dinp) {
+void linear_backward_at(const GemmPrecision& p, T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
+                        int N, int IC, int OC, T scale, bool accumulate_dinp) {
   if constexpr (std::is_same_v<T, float>)
-    if (bf16) return Ops::linear_backward_bf16(dinp, dweight, dout, inp, weight, N, IC, OC, scale, accumulate_dinp);
+    if (p.bf16)
+      return Ops::linear_backward_bf16(dinp, dweight, dout, inp, weight, p.weights.of(weight), N, IC, OC, scale,
+                                       accumulate_dinp);
   Ops::linear_backward(dinp, dweight, dout, inp, weight, N, IC, OC, scale, accumulate_dinp);
 }
 

@@ -129,6 +129,7 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   const std::vector<ParamTable> tables = model_param_tables(cfg.model);
   const ParamCounts pc = count_params(cfg.model);
   m.params = m.grads = static_cast<double>(pc.total) * sizeof(float);
+  if (cfg.runtime.precision == ComputePrecision::Bf16) m.params += static_cast<double>(model_bf16_weight_copy_bytes(cfg.model));
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, tables);
   const TierLayout layout = configured_tier_layout(cfg, tables, tier_check);
   double on_disk = 0;
@@ -143,6 +144,7 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   // and the host tier's homes (pinned).
   // A sharded rank's image is its shards, and one whole-layer buffer it initializes them in.
   if (cfg.runtime.backend == BackendKind::Cuda) {
+    m.params = static_cast<double>(pc.total) * sizeof(float);   // the image: no bf16 copy
     m.grads = m.activations = 0;
     m.optimizer = 0;
     const std::optional<ShardedDeviceRank> rank = sharded_device_rank(cfg, tier_check);
@@ -170,6 +172,8 @@ MemoryEstimate device_memory(const Config& cfg, TierCheck tier_check) {
     return m;
   }
   m.params = m.grads = static_cast<double>(count_params(cfg.model).total) * sizeof(float);
+  // and the GEMMs' bf16 copy of the weights (model.hpp)
+  if (cfg.runtime.precision == ComputePrecision::Bf16) m.params += static_cast<double>(model_bf16_weight_copy_bytes(cfg.model));
   const TierLayout layout = configured_tier_layout(cfg, tier_check);
   m.optimizer = static_cast<double>(layout.device_home_bytes + layout.device_cache_bytes);
   m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute(), cfg.runtime.precision));

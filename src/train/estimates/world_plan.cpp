@@ -92,6 +92,8 @@ WorldPlan plan_world(const Config& cfg, TierCheck tier_check) {
       f.grad_bytes = (f.shard_floats + p.grad_buffers * p.largest_layer) * sizeof(float);
     } else {
       f.param_bytes = f.grad_bytes = numel * sizeof(float);
+      // Whole layers owned: the GEMMs' bf16 copy of the weights too (model.hpp).
+      if (cfg.runtime.precision == ComputePrecision::Bf16) f.param_bytes += model_bf16_weight_copy_bytes(cfg.model);
     }
     f.optim = optimizer_state_bytes(cfg.optim, owned);
     const TierLayout tiers = configured_tier_layout(cfg, owned, tier_check);

@@ -11,23 +11,34 @@ namespace asteria::ops {
 
 namespace {
 
-// bf16-rounded copies of up to three operands, side by side in the calling thread's workspace.
+// bf16-rounded copies of up to three operands, side by side in the calling thread's workspace:
+// each rounded from its fp32 values, or widened from its bf16 copy when it has one.
 struct Bf16Copies {
   const float* p[3] = {};
 };
 
-Bf16Copies rounded_copies(std::initializer_list<std::pair<const float*, size_t>> operands) {
+struct Operand {
+  const float* values;
+  const uint16_t* bf16;   // its bf16 copy, or null
+  size_t n;
+};
+
+Bf16Copies rounded_copies(std::initializer_list<Operand> operands) {
   thread_local Buffer<float> workspace;
   size_t total = 0;
-  for (const auto& o : operands) total += (o.second + 15) / 16 * 16;
+  for (const Operand& o : operands) total += (o.n + 15) / 16 * 16;
   if (workspace.size() < total) workspace.resize(total);
   Bf16Copies out;
   float* w = workspace.data();
   int i = 0;
-  for (const auto& [src, n] : operands) {
+  for (const Operand& o : operands) {
     out.p[i++] = w;
-    round_to_bf16(w, src, n);
-    w += (n + 15) / 16 * 16;
+    if (o.bf16) {
+      unpack_bf16(w, o.bf16, o.n);
+    } else {
+      round_to_bf16(w, o.values, o.n);
+    }
+    w += (o.n + 15) / 16 * 16;
   }
   return out;
 }
@@ -49,14 +60,16 @@ void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* 
   cpu::gemm(true, false, OC, IC, N, scale, dout, OC, inp, IC, T(1), dweight, IC);
 }
 
-void linear_forward_bf16(float* out, const float* inp, const float* weight, int N, int IC, int OC, bool accumulate) {
-  const Bf16Copies h = rounded_copies({{inp, size_t(N) * IC}, {weight, size_t(OC) * IC}});
+void linear_forward_bf16(float* out, const float* inp, const float* weight, const uint16_t* weight_bf16, int N, int IC,
+                         int OC, bool accumulate) {
+  const Bf16Copies h = rounded_copies({{inp, nullptr, size_t(N) * IC}, {weight, weight_bf16, size_t(OC) * IC}});
   linear_forward(out, h.p[0], h.p[1], N, IC, OC, accumulate);
 }
 
 void linear_backward_bf16(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                          int N, int IC, int OC, float scale, bool accumulate_dinp) {
-  const Bf16Copies h = rounded_copies({{dout, size_t(N) * OC}, {inp, size_t(N) * IC}, {weight, dinp ? size_t(OC) * IC : 0}});
+                          const uint16_t* weight_bf16, int N, int IC, int OC, float scale, bool accumulate_dinp) {
+  const Bf16Copies h = rounded_copies(
+      {{dout, nullptr, size_t(N) * OC}, {inp, nullptr, size_t(N) * IC}, {weight, weight_bf16, dinp ? size_t(OC) * IC : 0}});
   linear_backward(dinp, dweight, h.p[0], h.p[1], h.p[2], N, IC, OC, scale, accumulate_dinp);
 }
 

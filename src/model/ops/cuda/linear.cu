@@ -53,20 +53,28 @@ Bf16Copies to_bf16(std::initializer_list<std::pair<const float*, size_t>> operan
   return out;
 }
 
+// The weight's bf16 values: its copy when given (read in place), else rounded into h.p[slot].
+const __nv_bfloat16* weight_operand(const uint16_t* weight_bf16, const Bf16Copies& h, int slot) {
+  return weight_bf16 ? reinterpret_cast<const __nv_bfloat16*>(weight_bf16) : h.p[slot];
+}
+
 }  // namespace
 
 template <>
-void linear_forward_bf16<float>(float* out, const float* inp, const float* weight, int N, int IC, int OC,
-                                bool accumulate) {
-  const Bf16Copies h = to_bf16({{inp, size_t(N) * IC}, {weight, size_t(OC) * IC}});
-  gemm(false, true, N, OC, IC, 1.0f, h.p[0], IC, h.p[1], IC, accumulate ? 1.0f : 0.0f, out, OC);
+void linear_forward_bf16<float>(float* out, const float* inp, const float* weight, const uint16_t* weight_bf16, int N,
+                                int IC, int OC, bool accumulate) {
+  const Bf16Copies h = to_bf16({{inp, size_t(N) * IC}, {weight, weight_bf16 ? 0 : size_t(OC) * IC}});
+  gemm(false, true, N, OC, IC, 1.0f, h.p[0], IC, weight_operand(weight_bf16, h, 1), IC, accumulate ? 1.0f : 0.0f, out, OC);
 }
 
 template <>
-void linear_backward_bf16<float>(float* dinp, float* dweight, const float* dout, const float* inp,
-                                 const float* weight, int N, int IC, int OC, float scale, bool accumulate_dinp) {
-  const Bf16Copies h = to_bf16({{dout, size_t(N) * OC}, {inp, size_t(N) * IC}, {weight, dinp ? size_t(OC) * IC : 0}});
-  if (dinp) gemm(false, false, N, IC, OC, 1.0f, h.p[0], OC, h.p[2], IC, accumulate_dinp ? 1.0f : 0.0f, dinp, IC);
+void linear_backward_bf16<float>(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                                 const uint16_t* weight_bf16, int N, int IC, int OC, float scale, bool accumulate_dinp) {
+  const Bf16Copies h =
+      to_bf16({{dout, size_t(N) * OC}, {inp, size_t(N) * IC}, {weight, dinp && !weight_bf16 ? size_t(OC) * IC : 0}});
+  if (dinp)
+    gemm(false, false, N, IC, OC, 1.0f, h.p[0], OC, weight_operand(weight_bf16, h, 2), IC, accumulate_dinp ? 1.0f : 0.0f,
+         dinp, IC);
   gemm(true, false, OC, IC, N, scale, h.p[0], OC, h.p[1], IC, 1.0f, dweight, IC);
 }
 
