@@ -183,7 +183,7 @@ MemoryEstimate device_memory(const Config& cfg, TierCheck tier_check) {
 void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t free_bytes, const std::string& device) {
   if (need.total() <= static_cast<double>(free_bytes)) return;
   fail(cfg.source, ": this run needs about ", human_bytes(need.total()), " of memory on ", device, " (params ",
-       human_bytes(need.params), ", grads ", human_bytes(need.grads), ", the device tier's optimizer state ",
+       human_bytes(need.params), cfg.runtime.precision == ComputePrecision::Bf16 ? " with the GEMMs' bf16 copy" : "", ", grads ", human_bytes(need.grads), ", the device tier's optimizer state ",
        human_bytes(need.optimizer), ", activations ", human_bytes(need.activations), ") but it has ",
        human_bytes(static_cast<double>(free_bytes)),
        " free. Lower runtime.tiers.device.bytes (the rest of the optimizer state then lives in pinned host memory or "
