@@ -62,7 +62,9 @@ class DeviceShards {
   void upload();
   void download();
 
-  // The device memory this holds, and what it holds for a layout (the --dry-run's figure).
+  // The device memory this holds, and what it holds for a layout: the shards of both, the receive
+  // buffer and the buffers in flight (the estimate's params + grads + receive buffer of a sharded
+  // rank, train/estimates/world_plan.cpp, count the same).
   size_t device_bytes() const;
   static size_t device_bytes(size_t shard_floats, size_t largest_shard, size_t largest_layer, int param_buffers,
                              int grad_buffers);
