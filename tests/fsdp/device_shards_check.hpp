@@ -134,6 +134,14 @@ inline std::vector<ParamTable> simulated_peer_tables() {
   return {a, a};
 }
 
+// Whether some layer's parts are not in rank order (its ranges shifted): what the rotation of a
+// reduce-scatter's gradient is for.
+inline bool has_shifted_layer(const Sharding& layout) {
+  for (int l = 0; l < static_cast<int>(layout.owned_tables().size()); ++l)
+    if (layout.shards(l).offset(0) != 0) return true;
+  return false;
+}
+
 inline void check_one_rank_of_two(Backend& device, ShardVectorOps& ops) {
   SimulatedPeerCommunicator host_world(nullptr);
   Topology topo;
@@ -144,9 +152,7 @@ inline void check_one_rank_of_two(Backend& device, ShardVectorOps& ops) {
   Sharding layout(FsdpMode::Full, topo, ts, /*max_dim=*/3);
   ASSERT_TRUE(layout.sharded());
   const int L = static_cast<int>(ts.size());
-  bool shifted = false;
-  for (int l = 0; l < L; ++l) shifted |= layout.shards(l).offset(0) != 0;
-  ASSERT_TRUE(shifted) << "a layer's parts should not be in rank order";
+  ASSERT_TRUE(has_shifted_layer(layout)) << "a layer's parts should not be in rank order";
   for (int l = 0; l < L; ++l)
     for (size_t k = 0; k < layout.count(l); ++k) layout.shard_params(l)[k] = peer_param(layout.offset(l) + k) + 1000.0f;
 

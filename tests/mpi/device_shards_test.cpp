@@ -97,18 +97,14 @@ class StagedDeviceCommunicator final : public Communicator {
   bool mixed_threads_ = false;
 };
 
-// Uneven layers: row-blocks of 3 rows over 7 x 5, a 1-D tensor, a 2 x 4 matrix; the same again
-// (shard_model shifts its ranges to even out the ranks: a layout whose parts are not in rank
-// order); a third layer larger than the others.
+// The simulated peer's uneven layers (two alike: the second's ranges shifted) and a larger one.
 std::vector<ParamTable> tables() {
-  ParamTable a;
-  a.add("a", {7, 5}, ParamClass::Matrix);
-  a.add("n1", {5}, ParamClass::Norm);
-  a.add("b", {2, 4}, ParamClass::Matrix);
+  std::vector<ParamTable> t = test_support::simulated_peer_tables();
   ParamTable b;
   b.add("c", {11, 6}, ParamClass::Matrix);
   b.add("n2", {6}, ParamClass::Norm);
-  return {a, a, b};
+  t.push_back(b);
+  return t;
 }
 
 float param_value(int l, size_t i) { return 0.5f * static_cast<float>(i) - 3.0f * static_cast<float>(l) + 0.1f; }
@@ -125,9 +121,7 @@ void check_mode(FsdpMode mode, int ranks_per_node) {
   Sharding host(mode, topo, ts, /*max_dim=*/3);
   ASSERT_TRUE(host.sharded());
   const int L = static_cast<int>(ts.size());
-  bool shifted = false;
-  for (int l = 0; l < L; ++l) shifted |= host.shards(l).offset(0) != 0;
-  ASSERT_TRUE(shifted) << "the layout should have a layer whose parts are not in rank order";
+  ASSERT_TRUE(test_support::has_shifted_layer(host)) << "a layer's parts should not be in rank order";
   for (int l = 0; l < L; ++l)
     for (size_t k = 0; k < host.count(l); ++k) host.shard_params(l)[k] = param_value(l, host.offset(l) + k);
 
