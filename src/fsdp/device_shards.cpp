@@ -61,7 +61,7 @@ void DeviceShards::reduce_scatter(int l, float* whole, const std::string& label)
   layout_.add_bytes({(sh.numel - n) * sizeof(float), 0});
 }
 
-void DeviceShards::reduce_over_replicas(int l, const std::string& label) {
+void DeviceShards::reduce_shard_over_replicas(int l, const std::string& label) {
   const size_t n = layout_.count(l);
   if (replicas_) {
     Request r = replicas_->all_reduce(shard_grads(l), n, label + " (across replicas)");

@@ -11,7 +11,7 @@
 //                           order (shifted layouts; three reversals, no scratch layer), the
 //                           group's reduce_scatterv (NCCL: one reduction per part) into a
 //                           receive buffer, added to the gradient shard;
-//   reduce_over_replicas(l) the shard all-reduced over the replica group and scaled to the mean
+//   reduce_shard_over_replicas(l)  the shard all-reduced over the replica group and scaled to the mean
 //                           over all ranks (hybrid across nodes).
 // Sums are the collectives' and the fp32 adds of ShardVectorOps, in the host's order, so a
 // shard's values follow the CPU run's for the same collective results.
@@ -21,7 +21,7 @@
 // through the backend's copies, ShardVectorOps and the communicators, never by the host, which
 // tests/mpi/device_shards_test.cpp checks on a backend whose device bytes are scrambled.
 //
-// Threads: gather, reduce_scatter and reduce_over_replicas run on the comm lane (between steps
+// Threads: gather, reduce_scatter and reduce_shard_over_replicas run on the comm lane (between steps
 // on the compute lane while the comm lane is idle) and use the communicators given, which
 // nothing else uses, and a copy stream of their own; grad_sum_of_squares is the compute lane's.
 #include <cstddef>
@@ -55,7 +55,7 @@ class DeviceShards {
   // As Sharding's, on device memory (`whole`: a buffer of params_in_flight() or grads_in_flight()).
   void gather(int l, float* whole, const std::string& label);
   void reduce_scatter(int l, float* whole, const std::string& label);
-  void reduce_over_replicas(int l, const std::string& label);
+  void reduce_shard_over_replicas(int l, const std::string& label);
   double grad_sum_of_squares(int l) { return ops_.sum_of_squares(shard_grads(l), layout_.count(l)); }
 
   // The host image's shards onto the device, and back (between steps).

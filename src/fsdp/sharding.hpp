@@ -105,6 +105,10 @@ class Sharding {
   // part: this rank's count(layer) floats of the gradient (shard_grads(l) sharded, the whole
   // gradient otherwise); summed over the replica group and scaled to the mean over all ranks.
   void reduce_over_replicas(int layer, float* part, const std::string& label);
+  // Sharded: the same for this rank's gradient shard (after the last micro-batch's reduce-scatter).
+  void reduce_shard_over_replicas(int layer, const std::string& label) {
+    reduce_over_replicas(layer, shard_grads(layer), label);
+  }
   // The CUDA backend (fsdp none): reduce_over_replicas's `part` is then device memory, summed
   // over `comm` (the NCCL communicator of the same replicas) and scaled on the device. replicas()
   // stays the host's communicator (coherence ships refresh results in host memory over it).

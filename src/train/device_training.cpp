@@ -13,6 +13,7 @@
 #include "fsdp/device_shards.hpp"
 #include "fsdp/sharding.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
+#include "train/sharded_layers.hpp"
 #include "model/ops/op_set.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sum_of_squares.hpp"
@@ -87,7 +88,9 @@ class CudaTraining final : public DeviceTraining {
         second_order_(device_twin(cfg, image, sharding, opt)),
         vector_ops_(make_cuda_shard_vector_ops()),
         shards_(device_shards(cfg, sharding, *backend_, *vector_ops_)),
-        tied_(cfg.model.tied_embeddings) {}
+        layers_(shards_ ? std::make_unique<ShardedLayers<CudaOps, DeviceShards>>(
+                              model_, *shards_, shards_->params_in_flight(), shards_->grads_in_flight())
+                        : nullptr) {}
 
   std::string device_name() const override { return backend_->name(); }
 
@@ -118,11 +121,7 @@ class CudaTraining final : public DeviceTraining {
     cuda::synchronize_current_stream();
   }
   void backward(int l, double grad_scale) override {
-    if (shards_) {
-      // Sharded: a zeroed gradient buffer for the layer (and the embedding's, for the tied head).
-      bind_grad_buffer(l);
-      if (l == model_.num_layers() - 1 && tied_) bind_grad_buffer(0);
-    }
+    if (layers_) layers_->bind_grad_buffers(l);
     model_.backward(l, grad_scale);
     cuda::synchronize_current_stream();
   }
@@ -130,15 +129,11 @@ class CudaTraining final : public DeviceTraining {
   double last_z_loss() const override { return model_.last_z_loss(); }
   double eval_loss(const int32_t* inputs, const int32_t* targets) override {
     model_.set_batch(inputs, targets);
-    const int L = model_.num_layers();
-    for (int l = 0; l < L; ++l) {
-      // Sharded: each layer gathered for its forward (between steps: the comm lane is idle), the
-      // embedding kept until the tied head has read it.
-      if (shards_) gather(l, " for eval");
-      forward(l);
-      if (shards_ && !(tied_ && l == 0)) release(l);
+    if (layers_) {
+      layers_->forward_gathered([this](int l) { forward(l); });
+    } else {
+      for (int l = 0; l < model_.num_layers(); ++l) forward(l);
     }
-    if (shards_ && tied_) release(0);
     return model_.last_ce_loss();
   }
 
@@ -161,24 +156,10 @@ class CudaTraining final : public DeviceTraining {
     cuda::synchronize_current_stream();
   }
 
-  void bind_sharded_ops(Executor& executor, int micro_batches) override {
-    executor.bind(OpKind::Gather, [this](const Op& op) { gather(op.layer, ""); });
-    executor.bind(OpKind::Release, [this](const Op& op) { release(op.layer); });
-    // As the host's (host_training.cpp): the micro-batch's gradient into the shard, after the
-    // last micro-batch the mean over every rank.
-    executor.bind(OpKind::ReduceScatter, [this, micro_batches](const Op& op) {
-      const std::string what = "the gradient of " + model_.layer_name(op.layer);
-      shards_->reduce_scatter(op.layer, model_.grads(op.layer), "reduce_scatter of " + what);
-      model_.bind_grads(op.layer, nullptr);
-      shards_->grads_in_flight().release(op.layer);
-      if (op.micro == micro_batches - 1) shards_->reduce_over_replicas(op.layer, "all_reduce of " + what);
-    });
-  }
+  void bind_sharded_ops(Executor& executor, int micro_batches) override { layers_->bind_ops(executor, micro_batches); }
 
   void record_metrics(StepMetrics& m) override {
-    if (shards_)
-      m.local("fsdp_buffers_held", {{"params", shards_->params_in_flight().take_peak_held()},
-                                    {"grads", shards_->grads_in_flight().take_peak_held()}});
+    if (layers_) layers_->record_metrics(m);
   }
 
   void upload() override {
@@ -215,22 +196,6 @@ class CudaTraining final : public DeviceTraining {
   std::optional<double> energy_j() const override { return energy_.joules(); }
 
  private:
-  void gather(int l, const char* why) {
-    float* whole = shards_->params_in_flight().acquire(l, model_.layer_name(l));
-    shards_->gather(l, whole, "gather of " + model_.layer_name(l) + why);
-    model_.bind_params(l, whole);
-  }
-  void release(int l) {
-    model_.bind_params(l, nullptr);
-    shards_->params_in_flight().release(l);
-  }
-  void bind_grad_buffer(int l) {
-    if (model_.grads(l)) return;
-    float* g = shards_->grads_in_flight().acquire(l, model_.layer_name(l));
-    CudaOps::zero(g, model_.table(l).numel);
-    model_.bind_grads(l, g);
-  }
-
   std::unique_ptr<Backend> backend_;   // first: opening it is what fails without a device
   // The training's stream (the greatest priority, so that the tiers' copies, the snapshots and
   // the device lane's refreshes, all on low-priority streams, fill its gaps instead of delaying
@@ -244,7 +209,7 @@ class CudaTraining final : public DeviceTraining {
   std::unique_ptr<SecondOrderOptimizer> second_order_;   // on the device (null: AdamW)
   std::unique_ptr<ShardVectorOps> vector_ops_;
   std::unique_ptr<DeviceShards> shards_;                 // sharded (fsdp full, hybrid), else null
-  bool tied_;
+  std::unique_ptr<ShardedLayers<CudaOps, DeviceShards>> layers_;   // with shards_
   NvmlEnergy energy_{cuda::current_device_pci_bus_id()};   // the GPU this process computes on
 };
 

@@ -2,11 +2,9 @@
 // The CPU backend's TrainingTarget: the host model and the optimizer's step on this rank's part
 // of every layer (all of it, or its shards under distributed.fsdp full/hybrid).
 //
-// Sharded (ZeRO-3), the model runs on whole-layer buffers bound in flight: gather(l) fills a
-// parameter buffer from the shards and binds it, release(l) unbinds it; backward(l) binds a
-// zeroed gradient buffer (and the embedding's for the tied head), which reduce_scatter(l) sums
-// into this rank's shard and releases. The buffers come from two pools of whole layers
-// (fsdp/layer_slots.hpp) sized by the plan's prefetch distance.
+// Sharded (ZeRO-3), the model runs on whole-layer buffers bound in flight, gathered from and
+// reduced into Sharding's shards (train/sharded_layers.hpp), from two pools sized by the plan's
+// prefetch distance.
 #include <memory>
 
 #include "fsdp/layer_slots.hpp"
@@ -14,6 +12,7 @@
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
 #include "runtime/executor.hpp"
+#include "train/sharded_layers.hpp"
 #include "train/training_target.hpp"
 
 namespace asteria {
@@ -48,16 +47,14 @@ class HostTraining final : public TrainingTarget {
   void record_metrics(StepMetrics& metrics) override;
 
  private:
-  void gather(int l, const char* why);
-  void release(int l);
-  void bind_grad_buffer(int l);
-
   Model<float>& model_;
   Optimizer& optimizer_;
   Sharding& sharding_;
-  bool tied_;
-  // Sharded: the whole-layer buffers in flight (gathered parameters, gradients being reduced).
+  // Sharded: the whole-layer buffers in flight (gathered parameters, gradients being reduced;
+  // init_only: one parameter buffer), and what the step does with them (null: not sharded or
+  // init_only).
   std::unique_ptr<LayerSlots> param_slots_, grad_slots_;
+  std::unique_ptr<ShardedLayers<CpuOps, Sharding>> layers_;
 };
 
 }  // namespace asteria

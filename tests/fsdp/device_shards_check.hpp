@@ -177,7 +177,7 @@ inline void check_one_rank_of_two(Backend& device, ShardVectorOps& ops) {
       shards.grads_in_flight().release(l);
       for (size_t k = 0; k < count; ++k) want[k] += own_grad(micro, off + k) + peer_grad(k);
     }
-    shards.reduce_over_replicas(l, "mean");
+    shards.reduce_shard_over_replicas(l, "mean");
     for (float& w : want) w *= 0.5f;
     EXPECT_EQ(io.read(shards.shard_grads(l), count), want) << "layer " << l;
   }

@@ -167,7 +167,7 @@ void check_mode(FsdpMode mode, int ranks_per_node) {
         shards.grads_in_flight().release(l);
       }
       host.reduce_over_replicas(l, host.shard_grads(l), "host all_reduce");
-      shards.reduce_over_replicas(l, "device all_reduce");
+      shards.reduce_shard_over_replicas(l, "device all_reduce");
       const std::vector<float> want(host.shard_grads(l), host.shard_grads(l) + host.count(l));
       EXPECT_EQ(io.read(shards.shard_grads(l), host.count(l)), want) << "layer " << l << " rank " << world->rank();
     }
@@ -178,9 +178,13 @@ void check_mode(FsdpMode mode, int ranks_per_node) {
   size_t group_bytes = 0;
   for (int l = 0; l < L; ++l) group_bytes += 3 * (ts[l].numel - host.count(l)) * sizeof(float);   // a gather, two reduce-scatters
   EXPECT_EQ(both.group, 2 * group_bytes);
-  if (host.replicas()) EXPECT_GT(both.replicas, 0u);
+  if (host.replicas()) {
+    EXPECT_GT(both.replicas, 0u);
+  }
   EXPECT_TRUE(group_seen->one_thread());
-  if (replicas_seen) EXPECT_TRUE(replicas_seen->one_thread());
+  if (replicas_seen) {
+    EXPECT_TRUE(replicas_seen->one_thread());
+  }
   // The device's parameters back into the host image.
   std::vector<float> before;
   for (int l = 0; l < L; ++l) before.insert(before.end(), host.shard_params(l), host.shard_params(l) + host.count(l));
