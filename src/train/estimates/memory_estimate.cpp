@@ -129,7 +129,9 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   const std::vector<ParamTable> tables = model_param_tables(cfg.model);
   const ParamCounts pc = count_params(cfg.model);
   m.params = m.grads = static_cast<double>(pc.total) * sizeof(float);
-  if (cfg.runtime.precision == ComputePrecision::Bf16) m.params += static_cast<double>(model_bf16_weight_copy_bytes(cfg.model));
+  // The CPU model's GEMMs' bf16 copy of the weights (model.hpp; on CUDA it is the device's).
+  if (cfg.runtime.precision == ComputePrecision::Bf16 && cfg.runtime.backend != BackendKind::Cuda)
+    m.params += static_cast<double>(model_bf16_weight_copy_bytes(cfg.model));
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, tables);
   const TierLayout layout = configured_tier_layout(cfg, tables, tier_check);
   double on_disk = 0;
@@ -144,7 +146,6 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   // and the host tier's homes (pinned).
   // A sharded rank's image is its shards, and one whole-layer buffer it initializes them in.
   if (cfg.runtime.backend == BackendKind::Cuda) {
-    m.params = static_cast<double>(pc.total) * sizeof(float);   // the image: no bf16 copy
     m.grads = m.activations = 0;
     m.optimizer = 0;
     const std::optional<ShardedDeviceRank> rank = sharded_device_rank(cfg, tier_check);
@@ -183,7 +184,7 @@ MemoryEstimate device_memory(const Config& cfg, TierCheck tier_check) {
 void check_device_memory(const Config& cfg, const MemoryEstimate& need, uint64_t free_bytes, const std::string& device) {
   if (need.total() <= static_cast<double>(free_bytes)) return;
   fail(cfg.source, ": this run needs about ", human_bytes(need.total()), " of memory on ", device, " (params ",
-       human_bytes(need.params), cfg.runtime.precision == ComputePrecision::Bf16 ? " with the GEMMs' bf16 copy" : "", ", grads ", human_bytes(need.grads), ", the device tier's optimizer state ",
+       human_bytes(need.params), ", grads ", human_bytes(need.grads), ", the device tier's optimizer state ",
        human_bytes(need.optimizer), ", activations ", human_bytes(need.activations), ") but it has ",
        human_bytes(static_cast<double>(free_bytes)),
        " free. Lower runtime.tiers.device.bytes (the rest of the optimizer state then lives in pinned host memory or "
