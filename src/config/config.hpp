@@ -79,6 +79,10 @@ struct ShadowConfig {
   int64_t delay = 3;            // D: a snapshot of step t is published at step t + D
   int64_t sync_steps = -1;      // refreshes opened at steps <= this publish at once (the bases
                                 // move fastest early); -1 = train.warmup_steps
+  // At most this many refresh jobs' fp64 buffers in memory; the jobs waiting beyond it are
+  // parked on the disk tier (runtime/shadow_job_store.hpp). 0: all in memory. Chosen by
+  // runtime.placement auto when the refreshes in flight do not fit.
+  int resident_jobs = 0;
   double worker_delay_ms = 0;   // for tests: every root job first sleeps this long
 };
 

@@ -111,6 +111,7 @@ const std::map<std::string, std::string> kMeanings = {
      "device (the GPU's solvers; backend cuda), auto (workers when they have cores of their own, else compute)"},
     {"runtime.shadow.delay", "D: the snapshot of step t is published at step t + D"},
     {"runtime.shadow.sync_steps", "refreshes opened at steps <= this publish at once; -1 = train.warmup_steps"},
+    {"runtime.shadow.resident_jobs", "refresh jobs in memory at most (the rest parked on the disk tier); 0 = all"},
     {"runtime.shadow.worker_delay_ms", "for tests: every root job first sleeps this long"},
     {"runtime.tiers.device.bytes", "budget of the device tier (hot state; on the CPU backend a budgeted host arena)"},
     {"runtime.tiers.host.bytes", "budget of the host tier (warm state: roots, eigenbases)"},

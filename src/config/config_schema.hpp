@@ -159,6 +159,7 @@ void visit(V& v, ShadowConfig& s) {
            kQuoted);
   v.field("delay", s.delay, at_least(0));
   v.field("sync_steps", s.sync_steps, at_least(-1));
+  v.field("resident_jobs", s.resident_jobs, at_least(0));
   v.field("worker_delay_ms", s.worker_delay_ms, at_least(0));
 }
 

@@ -53,6 +53,89 @@ ShadowPipeline::SlotPtr ShadowPipeline::acquire() {
   return s;
 }
 
+void ShadowPipeline::set_resident_jobs(int jobs, const std::string& file) {
+  std::lock_guard<std::mutex> lock(store_mu_);
+  resident_jobs_ = std::max(0, jobs);
+  if (resident_jobs_ > 0 && !store_) store_ = std::make_unique<ShadowJobStore>(file);
+  // Lowered: the buffers beyond it freed now (spares first, then waiting jobs', parked).
+  while (resident_jobs_ > 0 && buffer_sets_ > resident_jobs_) {
+    RefreshJob freed;
+    if (!spares_.empty()) {
+      spares_.pop_back();
+    } else if (!park_one(&freed)) {
+      break;   // every job with buffers is held (not between steps)
+    }
+    --buffer_sets_;
+  }
+}
+
+bool ShadowPipeline::park_one(RefreshJob* into) {
+  if (!store_) return false;
+  Slot* victim = nullptr;
+  bool finished = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& layer : queues_)
+      for (const BlockQueue& q : layer)
+        for (const SlotPtr& s : q.slots)
+          // Waiting: snapshotted (for its next part), computed, or a replica's version.
+          if (s->has_buffers && s->pins == 0 && s->state != SlotState::Computing &&
+              s->state != SlotState::AwaitingSnapshot && (!victim || s->publish_step > victim->publish_step)) {
+            victim = s.get();
+            finished = s->state != SlotState::Snapshotted;
+          }
+  }
+  if (!victim) return false;
+  Timer t;
+  store_->park(victim->job, finished, victim->parked, opt_.blocks(victim->layer)[victim->block].name);
+  park_s_ += t.seconds();
+  swap_refresh_job_arrays(*into, victim->job);
+  victim->has_buffers = false;
+  return true;
+}
+
+void ShadowPipeline::hold(Slot& slot) {
+  std::lock_guard<std::mutex> lock(store_mu_);
+  ++slot.pins;
+  if (slot.has_buffers) return;
+  if (!spares_.empty()) {
+    swap_refresh_job_arrays(slot.job, spares_.back());
+    spares_.pop_back();
+  } else if (resident_jobs_ == 0 || buffer_sets_ < resident_jobs_ || !park_one(&slot.job)) {
+    // New buffers (allocated as the job is filled): within the budget, or beyond it when every
+    // job in memory is held.
+    if (resident_jobs_ > 0 && buffer_sets_ >= resident_jobs_) ++over_budget_;
+    ++buffer_sets_;
+  }
+  slot.has_buffers = true;
+  if (slot.parked.on_disk) {
+    Timer t;
+    store_->unpark(slot.job, slot.parked, opt_.blocks(slot.layer)[slot.block].name);
+    park_s_ += t.seconds();
+  }
+}
+
+void ShadowPipeline::let_go(Slot& slot) {
+  std::lock_guard<std::mutex> lock(store_mu_);
+  ASTERIA_ASSERT(slot.pins > 0);
+  --slot.pins;
+}
+
+void ShadowPipeline::release(const SlotPtr& slot) {
+  {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    ASTERIA_ASSERT(slot->pins == 0, "a refresh slot released while held");
+    if (store_) store_->discard(slot->parked);
+    if (slot->has_buffers) {
+      spares_.emplace_back();
+      swap_refresh_job_arrays(spares_.back(), slot->job);
+      slot->has_buffers = false;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(slot);
+}
+
 void ShadowPipeline::wait_ready(const SlotPtr& slot) {
   std::unique_lock<std::mutex> lock(mu_);
   if (slot->state == SlotState::Ready) return;
@@ -67,6 +150,7 @@ void ShadowPipeline::wait_ready(const SlotPtr& slot) {
 void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int worker, int begin, int end) {
   const BlockPreconditioner& pc = opt_.preconditioner(layer, block);
   if (end < 0) end = pc.refresh_parts();
+  hold(*slot);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ASTERIA_ASSERT(slot->state == SlotState::Snapshotted && slot->parts_done == begin, "root job of ",
@@ -85,6 +169,8 @@ void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int work
   }
   // The owner's measure for the tolerance rule, from the job alone (pure, like the refresh).
   if (track_change_ && end == pc.refresh_parts()) slot->job.change = pc.refresh_change(slot->job);
+  // Let go while still Computing (never parked then): a waiter that sees it Ready may release it.
+  let_go(*slot);
   {
     std::lock_guard<std::mutex> lock(mu_);
     slot->parts_done = end;
@@ -133,7 +219,9 @@ ShadowPipeline::SlotPtr ShadowPipeline::find_slot(int layer, int block, int64_t 
 void ShadowPipeline::publish_slot(int layer, int block, BlockPreconditioner& pc, const SlotPtr& slot) {
   if (!coherence_) {
     wait_ready(slot);
+    hold(*slot);
     pc.publish(slot->job);
+    let_go(*slot);
     ++published_;
     return;
   }
@@ -144,30 +232,38 @@ void ShadowPipeline::publish_slot(int layer, int block, BlockPreconditioner& pc,
     sync_slot(layer, block, *slot);
   }
   if (slot->ship) {
+    hold(*slot);
     pc.publish(slot->job);
+    let_go(*slot);
     ++published_;
   }
 }
 
 void ShadowPipeline::sync_slot(int layer, int block, Slot& slot) {
+  hold(slot);
   slot.ship = coherence_->sync(layer, block, slot.opened, slot.job);
   slot.synced = true;
-  if (!coherence_->owns(layer, block)) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  RefreshJob& kept = kept_[layer][block];
-  // Shipped: it is the installed state now. A failed refresh leaves the chain where it was.
-  // (rows 0 marks none kept; the buffers stay for the next one.)
-  if (slot.ship || (slot.job.status == matfn::Status::Ok && !opt_.preconditioner(layer, block).keep_dropped(slot.job, kept)))
-    kept.rows = 0;
+  if (coherence_->owns(layer, block)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    RefreshJob& kept = kept_[layer][block];
+    // Shipped: it is the installed state now. A failed refresh leaves the chain where it was.
+    // (rows 0 marks none kept; the buffers stay for the next one.)
+    if (slot.ship ||
+        (slot.job.status == matfn::Status::Ok && !opt_.preconditioner(layer, block).keep_dropped(slot.job, kept)))
+      kept.rows = 0;
+  }
+  let_go(slot);
 }
 
 void ShadowPipeline::take_snapshot(int layer, int block, const BlockPreconditioner& pc, Slot& slot) {
+  hold(slot);
   pc.snapshot(slot.job);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (coherence_ && kept_[layer][block].rows > 0) pc.continue_from(kept_[layer][block], slot.job);
   }
   if (track_change_) pc.snapshot_installed(slot.job);
+  let_go(slot);
 }
 
 void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
@@ -182,9 +278,11 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
       front = q.slots.front();
     }
     publish_slot(layer, block, pc, front);
-    std::lock_guard<std::mutex> lock(mu_);
-    q.slots.pop_front();
-    free_.push_back(front);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      q.slots.pop_front();
+    }
+    release(front);
   }
   if (!due) return;
   // 2. Open a job; its snapshot is taken by the planned snapshot op after this layer's step
@@ -194,6 +292,8 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
   {
     std::lock_guard<std::mutex> lock(mu_);
     slot = acquire();
+    slot->layer = layer;
+    slot->block = block;
     slot->opened = step;
     slot->publish_step = step + delay_.at(step);
     slot->synced = slot->ship = false;
@@ -215,8 +315,7 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
       }
     }
     publish_slot(layer, block, pc, slot);
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(slot);
+    release(slot);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -435,7 +534,9 @@ void ShadowPipeline::prepare_checkpoint() {
   for (int l = 0; l < static_cast<int>(queues_.size()); ++l)
     for (int b = 0; b < static_cast<int>(queues_[l].size()); ++b)
       for (const SlotPtr& s : queues_[l][b].slots) {
+        hold(*s);
         coherence_->send_to(l, b, 0, s->job);
+        let_go(*s);
         if (coherence_->replica_rank() == 0) {
           std::lock_guard<std::mutex> lock(mu_);
           if (s->state == SlotState::Remote) s->state = SlotState::Ready;

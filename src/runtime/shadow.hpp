@@ -52,6 +52,7 @@
 #include "runtime/plan_builder.hpp"
 #include "runtime/root_job_placement.hpp"
 #include "runtime/shadow_delay.hpp"
+#include "runtime/shadow_job_store.hpp"
 #include "runtime/worker_pool.hpp"
 
 namespace asteria {
@@ -131,6 +132,16 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
   void bind(Executor& ex);
   PlanContributor& plan_ops() { return *plan_ops_; }
 
+  // runtime.shadow.resident_jobs: at most `jobs` refresh jobs' buffers in memory (0: as many as
+  // are in flight); a job that waits while another needs buffers is parked in `file` (the disk
+  // tier's directory; shadow_job_store.hpp) and read back when it is needed: the one furthest
+  // from its publish step first. The results are the same bits. Between steps only (a run's
+  // re-placement may lower it: jobs beyond it are parked and their buffers freed now). The
+  // least that never parks a job in use is the compute threads (or workers) + 2 (a snapshot, a
+  // publish); fewer still works, holding more jobs for a moment (counted: over_budget).
+  void set_resident_jobs(int jobs, const std::string& file);
+  int resident_jobs() const { return resident_jobs_; }
+
   // RefreshPolicy.
   void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
                         RefreshJob& job, matfn::Workspace& ws) override;
@@ -180,6 +191,7 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
   // Remote: another replica owns the block; its version arrives at the publish step.
   enum class SlotState { AwaitingSnapshot, Snapshotted, Computing, Ready, Remote };
   struct Slot {
+    int layer = 0, block = 0;
     int64_t opened = 0;          // the step whose factors it is computed from
     int64_t publish_step = 0;
     bool synced = false;         // coherence: its coherence_sync ran (ship: the decision)
@@ -187,15 +199,30 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
     SlotState state = SlotState::AwaitingSnapshot;
     int parts_done = 0;   // Snapshotted with parts_done > 0: computed in part (compute lane)
     RefreshJob job;
+    // Guarded by store_mu_: whether job's arrays hold buffers (lent while it is held or waits in
+    // memory), where its image is while parked, and how many hold it now.
+    bool has_buffers = false;
+    ParkedImage parked;
+    int pins = 0;
   };
   using SlotPtr = std::shared_ptr<Slot>;
   struct BlockQueue {
     std::deque<SlotPtr> slots;       // ordered by publish step
   };
 
-  // A free slot (its job buffers recycled from any block: the pipeline holds as many as are in
-  // flight at once, not one per block, which for OLMo-1B SOAP would be 36 GiB of fp64 buffers).
+  // A free slot, without buffers (its job's buffers are lent by hold: recycled from any block,
+  // the pipeline holds as many as are in flight at once, or resident_jobs, not one per block,
+  // which for OLMo-1B SOAP would be 36 GiB of fp64 buffers).
   SlotPtr acquire();
+  // The slot's job in memory while its holder uses it: buffers lent (a spare, new ones within
+  // resident_jobs, or a waiting job's, which is parked), its image read back if parked.
+  void hold(Slot& slot);
+  void let_go(Slot& slot);
+  // A slot done with: its buffers back to the spares, its image (if parked) dropped, the slot free.
+  void release(const SlotPtr& slot);
+  // store_mu_ held: parks the waiting job with buffers furthest from its publish step and moves
+  // its buffers into `into`; false when every job with buffers is held.
+  bool park_one(RefreshJob* into);
   void submit(int layer, int block, const SlotPtr& slot);
   // Parts [begin, end) of the slot's refresh (end -1: all); Ready after the last.
   void compute(int layer, int block, const SlotPtr& slot, int worker, int begin = 0, int end = -1);
@@ -234,6 +261,15 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
   std::atomic<int64_t> published_{0};
   std::atomic<int64_t> computed_{0};
   std::unique_ptr<ShadowPlanOps> plan_ops_;
+  // The job store (set_resident_jobs): lock order store_mu_, then mu_.
+  std::mutex store_mu_;
+  std::unique_ptr<ShadowJobStore> store_;
+  int resident_jobs_ = 0;
+  int buffer_sets_ = 0;                 // lent to slots or spare
+  std::vector<RefreshJob> spares_;
+  int64_t over_budget_ = 0;             // buffers lent beyond resident_jobs (every job held)
+  uint64_t reported_written_ = 0, reported_read_ = 0;
+  double park_s_ = 0;                   // time in the store's I/O since the last metrics
 };
 
 // The shadow pipeline's place in checkpoints where a run has none (runtime.mode native): it

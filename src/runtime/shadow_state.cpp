@@ -86,34 +86,50 @@ void ShadowPipeline::restore_kept_versions(const std::vector<KeptVersion>& kept)
 
 std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {
   complete_open_refreshes();
+  std::vector<SlotPtr> open;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int l = 0; l < static_cast<int>(queues_.size()); ++l)
+      for (int b = 0; b < static_cast<int>(queues_[l].size()); ++b)
+        for (const SlotPtr& s : queues_[l][b].slots) {
+          ASTERIA_ASSERT(s->state == SlotState::Ready, "an open refresh of ", opt_.blocks(l)[b].name,
+                         " is not computed here (with coherence, call prepare_checkpoint first)");
+          open.push_back(s);
+        }
+  }
+  // A parked job is read back for its copy (one at a time: the copies are the caller's memory).
   std::vector<OpenRefresh> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (int l = 0; l < static_cast<int>(queues_.size()); ++l)
-    for (int b = 0; b < static_cast<int>(queues_[l].size()); ++b)
-      for (const SlotPtr& s : queues_[l][b].slots) {
-        ASTERIA_ASSERT(s->state == SlotState::Ready, "an open refresh of ", opt_.blocks(l)[b].name,
-                       " is not computed here (with coherence, call prepare_checkpoint first)");
-        out.push_back({l, b, s->publish_step, s->job});
-      }
+  for (const SlotPtr& s : open) {
+    hold(*s);
+    out.push_back({s->layer, s->block, s->publish_step, s->job});
+    let_go(*s);
+  }
   return out;
 }
 
 void ShadowPipeline::restore_open_refreshes(const std::vector<OpenRefresh>& open) {
   ASTERIA_ASSERT(in_flight() == 0, "open refreshes restored into a pipeline that has some");
-  std::lock_guard<std::mutex> lock(mu_);
   for (const OpenRefresh& r : open) {
     ASTERIA_CHECK(r.layer >= 0 && r.layer < static_cast<int>(queues_.size()) && r.block >= 0 &&
                       r.block < static_cast<int>(queues_[r.layer].size()),
                   "an open refresh of layer ", r.layer, " block ", r.block, " does not exist in this model");
-    BlockQueue& q = queues_[r.layer][r.block];
-    SlotPtr s = acquire();
-    s->publish_step = r.publish_step;
-    s->opened = r.publish_step - delay_.delay;   // open across a step boundary: not a warm-up one (D = 0)
+    SlotPtr s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = acquire();
+      s->layer = r.layer;
+      s->block = r.block;
+      s->publish_step = r.publish_step;
+      s->opened = r.publish_step - delay_.delay;   // open across a step boundary: not a warm-up one (D = 0)
+      s->synced = s->ship = false;
+      s->parts_done = opt_.preconditioner(r.layer, r.block).refresh_parts();
+      s->state = SlotState::Ready;
+      queues_[r.layer][r.block].slots.push_back(s);
+    }
+    // Into lent buffers: beyond runtime.shadow.resident_jobs the ones restored before are parked.
+    hold(*s);
     s->job = r.job;
-    s->synced = s->ship = false;
-    s->parts_done = opt_.preconditioner(r.layer, r.block).refresh_parts();
-    s->state = SlotState::Ready;
-    q.slots.push_back(s);
+    let_go(*s);
   }
 }
 

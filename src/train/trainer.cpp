@@ -293,6 +293,8 @@ struct Trainer::Impl {
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get(),
                                                 /*in_place=*/lane == ShadowLane::Device);
+      if (cfg.runtime.shadow.resident_jobs > 0)
+        shadow->set_resident_jobs(cfg.runtime.shadow.resident_jobs, disk_tier_file(cfg, "shadow-jobs"));
     }
     executor = std::make_unique<Executor>(pool.get());
   }

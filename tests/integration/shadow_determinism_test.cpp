@@ -4,6 +4,7 @@
 // KL-Shampoo.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <nlohmann/json.hpp>
@@ -123,6 +124,40 @@ TEST_P(ShadowDeterminism, MetricsReportTheShadowPipeline) {
   EXPECT_EQ(steps, 14);
   EXPECT_GT(root_jobs_s, 0);
   EXPECT_GT(published, 0);
+}
+
+// runtime.shadow.resident_jobs: the refreshes in flight parked on the disk tier while they wait
+// give the same bits as all of them in memory, on the compute lane (the lane here by default)
+// and on workers; the metrics count the traffic, and the store's file is gone after the run.
+TEST_P(ShadowDeterminism, JobsParkedOnTheDiskGiveTheSameBits) {
+  const std::vector<std::string> base = {"runtime.mode=asteria", "runtime.stagger=true", "runtime.shadow.delay=2"};
+  const std::vector<std::vector<std::string>> lanes = {{}, {"runtime.shadow.lane=workers", "runtime.shadow.threads=2"}};
+  for (const std::vector<std::string>& lane : lanes) {
+    const auto all = train(base, lane);
+    for (const char* jobs : {"runtime.shadow.resident_jobs=1", "runtime.shadow.resident_jobs=3"}) {
+      std::vector<std::string> more = lane;
+      more.push_back(jobs);
+      EXPECT_TRUE(same_bits(all, train(base, more))) << jobs << (lane.empty() ? "" : " on workers");
+      std::ifstream in(dir_->file("run/metrics.jsonl"));
+      std::string line;
+      double written = 0, read = 0, in_memory = 0;
+      while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        ASSERT_TRUE(j.contains("shadow_park_write_bytes")) << line;
+        written += j["shadow_park_write_bytes"].get<double>();
+        read += j["shadow_park_read_bytes"].get<double>();
+        in_memory = std::max(in_memory, j["shadow_jobs_in_memory"].get<double>());
+      }
+      if (std::string(jobs) == "runtime.shadow.resident_jobs=1") {
+        EXPECT_GT(written, 0) << "nothing was parked";
+        EXPECT_GT(read, 0);
+      }
+      EXPECT_LE(read, written);
+      EXPECT_LE(in_memory, 3);   // 3, or 1 and the jobs held at once (a thread's each, a snapshot)
+      for (const auto& f : std::filesystem::directory_iterator(dir_->file("run/tiers")))
+        EXPECT_EQ(f.path().string().find("shadow-jobs"), std::string::npos) << f.path();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, ShadowDeterminism, ::testing::Values("shampoo", "soap", "kl_shampoo"));

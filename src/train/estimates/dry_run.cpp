@@ -325,7 +325,9 @@ void limits_section(std::ostream& os, const Config& cfg, const MemoryEstimate& m
   const std::string dir = std::filesystem::path(disk).parent_path().string();
   const std::optional<uint64_t> free = free_disk_bytes(dir);
   os << "disk tier:        " << (free ? human_bytes(static_cast<double>(*free)) + " free" : std::string("free space unknown"))
-     << " at " << dir << " (statvfs); optimizer state homed there: " << human_bytes(mem.optimizer_on_disk) << "\n\n";
+     << " at " << dir << " (statvfs); optimizer state homed there: " << human_bytes(mem.optimizer_on_disk);
+  if (mem.jobs_on_disk > 0) os << "; refreshes in flight parked there at most: " << human_bytes(mem.jobs_on_disk);
+  os << "\n\n";
 }
 
 std::string world_report(const Config& cfg) {

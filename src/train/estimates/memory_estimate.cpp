@@ -51,8 +51,14 @@ double refresh_workspace_bytes(int64_t n) {
 
 namespace {
 
-double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tables) {
-  if (cfg.optim.name == OptimizerKind::AdamW) return 0;
+// The refresh buffers in memory, and the jobs in flight parked on the disk tier beyond
+// runtime.shadow.resident_jobs (runtime/shadow_job_store.hpp).
+struct RefreshWork {
+  double in_memory = 0, on_disk = 0;
+};
+
+RefreshWork refresh_work(const Config& cfg, const std::vector<ParamTable>& tables) {
+  if (cfg.optim.name == OptimizerKind::AdamW) return {};
   double largest_grad = 0, largest_ws = 0;
   std::vector<double> jobs;
   for (int l = 0; l < static_cast<int>(tables.size()); ++l)
@@ -62,33 +68,38 @@ double refresh_work_bytes(const Config& cfg, const std::vector<ParamTable>& tabl
       largest_grad = std::max(largest_grad, static_cast<double>(b.rows * b.cols) * sizeof(float));
       largest_ws = std::max(largest_ws, refresh_workspace_bytes(std::max(b.rows, b.cols)));
     }
-  if (jobs.empty()) return 0;
+  if (jobs.empty()) return {};
   std::sort(jobs.begin(), jobs.end(), std::greater<>());
   const int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads : omp_get_max_threads();
   // Each compute thread's scratch (optim/thread_scratch.hpp): the algorithms' temporaries, the
   // gradient block and the update direction, each slot as large as the largest block.
-  double bytes = threads * kThreadScratchSlots * largest_grad;
+  RefreshWork w;
+  w.in_memory = threads * kThreadScratchSlots * largest_grad;
   if (cfg.runtime.mode != RuntimeMode::Asteria) {
     // Native: each compute thread refreshes inline, with a job and the eigensolver's workspace.
-    bytes += threads * (jobs[0] + largest_ws);
-  } else {
-    // The shadow pipeline computes every refresh in its jobs, with a workspace per host worker
-    // (per compute thread on the compute lane); the compute threads' own are never used. Jobs
-    // open: a synchronous refresh holds one while it runs, one per compute thread at most;
-    // after the warm-up each refresh is open for D + 1 steps, so (D + 1) steps' worth of
-    // refreshes (a tenth of the blocks per step when staggered over F = 10, all of them at once
-    // when not), counted as the largest blocks'.
-    const int workers = shadow_lane(cfg) == ShadowLane::Workers ? cfg.runtime.shadow.threads : threads;
-    bytes += workers * largest_ws + threads * jobs[0];
-    const int64_t sync_steps = cfg.runtime.shadow.sync_steps >= 0 ? cfg.runtime.shadow.sync_steps : cfg.train.warmup_steps;
-    if (sync_steps < cfg.train.steps) {
-      const int64_t n = static_cast<int64_t>(jobs.size()), F = cfg.optim.precondition_frequency;
-      const int64_t per_step = cfg.runtime.staggered() ? (n + F - 1) / F : n;
-      const int64_t open = std::min(n, (cfg.runtime.shadow.delay + 1) * per_step);
-      for (int64_t i = 0; i < open; ++i) bytes += jobs[i];
-    }
+    w.in_memory += threads * (jobs[0] + largest_ws);
+    return w;
   }
-  return bytes;
+  // The shadow pipeline computes every refresh in its jobs, with a workspace per host worker
+  // (per compute thread on the compute lane); the compute threads' own are never used. Jobs
+  // open: a synchronous refresh holds one while it runs, one per compute thread at most;
+  // after the warm-up each refresh is open for D + 1 steps, so (D + 1) steps' worth of
+  // refreshes (a tenth of the blocks per step when staggered over F = 10, all of them at once
+  // when not), counted as the largest blocks'. runtime.shadow.resident_jobs keeps at most that
+  // many in memory (the largest) and parks the rest on the disk tier.
+  const int workers = shadow_lane(cfg) == ShadowLane::Workers ? cfg.runtime.shadow.threads : threads;
+  w.in_memory += workers * largest_ws;
+  std::vector<double> held(static_cast<size_t>(threads), jobs[0]);
+  const int64_t sync_steps = cfg.runtime.shadow.sync_steps >= 0 ? cfg.runtime.shadow.sync_steps : cfg.train.warmup_steps;
+  if (sync_steps < cfg.train.steps) {
+    const int64_t n = static_cast<int64_t>(jobs.size()), F = cfg.optim.precondition_frequency;
+    const int64_t per_step = cfg.runtime.staggered() ? (n + F - 1) / F : n;
+    const int64_t open = std::min(n, (cfg.runtime.shadow.delay + 1) * per_step);
+    held.insert(held.end(), jobs.begin(), jobs.begin() + open);
+  }
+  const size_t resident = cfg.runtime.shadow.resident_jobs > 0 ? static_cast<size_t>(cfg.runtime.shadow.resident_jobs) : held.size();
+  for (size_t i = 0; i < held.size(); ++i) (i < resident ? w.in_memory : w.on_disk) += held[i];
+  return w;
 }
 
 // The largest rank of a sharded launch on the device (runtime.backend cuda, distributed.world_size
@@ -140,7 +151,9 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   m.optimizer = static_cast<double>(ob.total()) - on_disk + static_cast<double>(layout.device_cache_bytes);
   if (m.optimizer < 0) m.optimizer = 0;   // page rounding of the disk slots
   m.activations = static_cast<double>(model_activation_bytes(cfg.model, cfg.train.micro_batch, cfg.train.recompute(), cfg.runtime.precision));
-  m.refresh_work = refresh_work_bytes(cfg, tables);
+  const RefreshWork work = refresh_work(cfg, tables);
+  m.refresh_work = work.in_memory;
+  m.jobs_on_disk = work.on_disk;
   // runtime.backend cuda: gradients, activations and the device tier's optimizer state live in
   // device memory; the host holds the parameters as the run's image (train/device_training.hpp)
   // and the host tier's homes (pinned).
@@ -153,7 +166,9 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
     for (const auto& by_tier : host_layout.by_class) m.optimizer += static_cast<double>(by_tier[static_cast<int>(Tier::Host)]);
     if (rank) {
       m.params = static_cast<double>((rank->figures.shard_floats + rank->largest_layer) * sizeof(float));
-      m.refresh_work = refresh_work_bytes(cfg, rank->tables);   // it refreshes its own blocks
+      const RefreshWork own = refresh_work(cfg, rank->tables);   // it refreshes its own blocks
+      m.refresh_work = own.in_memory;
+      m.jobs_on_disk = own.on_disk;
     }
   }
   return m;
@@ -208,7 +223,9 @@ MemoryEstimate rank_memory(const Config& cfg, int world, int ranks_per_node, Tie
     m.activations = static_cast<double>(r.activation_bytes);
   }
   // Counted as the whole model's (a rank refreshes only its blocks: an upper bound).
-  m.refresh_work = refresh_work_bytes(c, plan.tables);
+  const RefreshWork work = refresh_work(c, plan.tables);
+  m.refresh_work = work.in_memory;
+  m.jobs_on_disk = work.on_disk;
   return m;
 }
 

@@ -25,8 +25,9 @@ struct MemoryEstimate {
   // algorithms' temporaries, its gradient block and update direction); in native mode each compute thread's job (the largest block's factors and
   // bases in fp64) and eigensolver workspace; in asteria mode the shadow pipeline's workspaces
   // (per worker) and jobs open (one per compute thread while synchronous refreshes run; after
-  // runtime.shadow.sync_steps, D + 1 steps' worth of refreshes).
+  // runtime.shadow.sync_steps, D + 1 steps' worth of refreshes; at most runtime.shadow.resident_jobs).
   double refresh_work = 0;
+  double jobs_on_disk = 0;       // refresh jobs parked on the disk tier (runtime.shadow.resident_jobs; not counted)
   double total() const { return params + grads + optimizer + activations + refresh_work; }
 };
 

@@ -11,6 +11,7 @@
 #include "core/memory_limits.hpp"
 #include "model/model.hpp"
 #include "optim/optimizer_factory.hpp"
+#include "train/run_settings.hpp"
 #include "train/tier_config.hpp"
 
 namespace asteria {
@@ -64,7 +65,7 @@ class Chooser {
     return fits_need(e) && fits_device(c, check);
   }
   bool fits_need(const MemoryEstimate& e) const {
-    if (in_.disk_free && e.optimizer_on_disk > 0.95 * static_cast<double>(*in_.disk_free)) return false;
+    if (in_.disk_free && e.optimizer_on_disk + e.jobs_on_disk > 0.95 * static_cast<double>(*in_.disk_free)) return false;
     return e.total() <= target_;
   }
   // On CUDA: what `c` holds on the GPU within the same share of its free memory.
@@ -242,6 +243,12 @@ struct Move {
   std::function<bool(Config& c, PlacementPart& part)> apply;
 };
 
+// The jobs in use at once in the shadow pipeline: one per compute thread or worker computing,
+// and one being snapshotted beside them.
+int least_resident_jobs(const Config& c) {
+  return (shadow_lane(c) == ShadowLane::Compute ? compute_threads(c) : c.runtime.shadow.threads) + 1;
+}
+
 std::vector<Move> moves() {
   std::vector<Move> m;
   auto recompute_free = [](const Config& c) {
@@ -275,8 +282,25 @@ std::vector<Move> moves() {
     return c.runtime.mode == RuntimeMode::Asteria && c.optim.name != OptimizerKind::AdamW && sync < c.train.steps &&
            !c.was_given("runtime.shadow.delay") && !c.was_given("runtime.shadow.sync_steps");
   };
+  // The refreshes in flight parked on the disk tier, all but the jobs in use at once (one per
+  // compute thread or worker, and a snapshot's): the same bits, each refresh's buffers written
+  // and read back while it waits.
   m.push_back({[=](Config& c, PlacementPart& p) {
-                 if (!shadow_in_flight(c) || c.runtime.shadow.delay <= 2) return false;
+                 const int64_t sync = c.runtime.shadow.sync_steps >= 0 ? c.runtime.shadow.sync_steps : c.train.warmup_steps;
+                 if (c.runtime.mode != RuntimeMode::Asteria || c.optim.name == OptimizerKind::AdamW ||
+                     sync >= c.train.steps || c.was_given("runtime.shadow.resident_jobs"))
+                   return false;
+                 const int least = least_resident_jobs(c);
+                 if (c.runtime.shadow.resident_jobs == least) return false;
+                 c.runtime.shadow.resident_jobs = least;
+                 p = {"runtime.shadow.resident_jobs", std::to_string(least),
+                      "the refreshes in flight (each holds its fp64 factors and bases) wait on the disk tier, all but the " +
+                          std::to_string(least) + " in use at once"};
+                 return true;
+               }});
+  // Lowering the delay holds fewer refreshes in memory only where they are not parked.
+  m.push_back({[=](Config& c, PlacementPart& p) {
+                 if (!shadow_in_flight(c) || c.runtime.shadow.delay <= 2 || c.runtime.shadow.resident_jobs > 0) return false;
                  c.runtime.shadow.delay = 2;
                  p = {"runtime.shadow.delay", "2", "fewer refreshes in flight (each holds its fp64 factors and bases)", true};
                  return true;
