@@ -127,9 +127,15 @@ void ShadowPipeline::release(const SlotPtr& slot) {
     ASTERIA_ASSERT(slot->pins == 0, "a refresh slot released while held");
     if (store_) store_->discard(slot->parked);
     if (slot->has_buffers) {
-      spares_.emplace_back();
-      swap_refresh_job_arrays(spares_.back(), slot->job);
+      RefreshJob buffers;
+      swap_refresh_job_arrays(buffers, slot->job);
       slot->has_buffers = false;
+      // Lent beyond the budget while every job was held: freed, not kept.
+      if (resident_jobs_ > 0 && buffer_sets_ > resident_jobs_) {
+        --buffer_sets_;
+      } else {
+        spares_.push_back(std::move(buffers));
+      }
     }
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -45,9 +45,10 @@ std::optional<Placement> PlacementWatch::check(const Placement& running) {
   // What the process really holds per byte of its estimate (never less than 1).
   const double held_per_estimated = std::max(1.0, static_cast<double>(now.held) / running.need.total());
   const bool down = limit < kDownBelow * planned_ && held_per_estimated * running.need.total() > kPressed * limit;
-  // Up once 10% above the planned limit, or back at the startup's (a dip of 5% that has passed).
-  const bool up = limit >= std::min(kUpAbove * planned_, start_) && limit > planned_ &&
-                  !same_tiers(running.cfg.runtime.tiers, given_);
+  // Up once 10% above the planned limit, or, after a dip, back at the startup's (a dip of 5% that
+  // has passed; without one, the limit's noise around the startup's is no reason).
+  const double up_at = planned_ < start_ ? std::min(kUpAbove * planned_, start_) : kUpAbove * planned_;
+  const bool up = limit >= up_at && limit > planned_ && !same_tiers(running.cfg.runtime.tiers, given_);
   if (!down && !up) return std::nullopt;
   planned_ = limit;
   const auto estimated_limit = static_cast<uint64_t>(limit / held_per_estimated);
@@ -59,8 +60,13 @@ std::optional<Placement> PlacementWatch::check(const Placement& running) {
   // The GPU's free memory now leaves out what the run already holds there: its device tier, fixed
   // at startup, is not re-planned (host memory is what other processes take).
   in.device_free.reset();
+  // The job store's room on the disk was the run's from the startup (its file, reused, may be
+  // empty now but is planned to hold that much): free for this placement as it was for the first.
+  if (in.disk_free) *in.disk_free += static_cast<uint64_t>(running.need.jobs_on_disk);
   Placement next = replace_tiers(running, given_, in);
-  if (same_tiers(next.cfg.runtime.tiers, running.cfg.runtime.tiers)) return std::nullopt;
+  if (same_tiers(next.cfg.runtime.tiers, running.cfg.runtime.tiers) &&
+      next.cfg.runtime.shadow.resident_jobs == running.cfg.runtime.shadow.resident_jobs)
+    return std::nullopt;
   return next;
 }
 

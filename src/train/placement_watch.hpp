@@ -4,9 +4,12 @@
 // again (a MemoryWatch); when it has fallen so far that the running placement's need is above
 // 95% of it, the tier budgets are chosen again (more optimizer state on the disk
 // tier), and when it has come back so that more of the state fits in memory, again the other
-// way (train/estimates/placement.hpp replace_tiers). Only the tiers change, never the math: a
-// pressured run's parameters are bit-identical to an unpressured one's. The trainer moves the
-// state (runtime/tier_manager.hpp relayout) and counts the re-plans (placement_replans).
+// way (train/estimates/placement.hpp replace_tiers; where the tiers are not enough, the shadow
+// pipeline's refreshes in flight are parked on the disk tier too, and stay parked when the
+// memory comes back). Only where state lives changes, never the math: a pressured run's
+// parameters are bit-identical to an unpressured one's. The trainer moves the state
+// (runtime/tier_manager.hpp relayout, ShadowPipeline::set_resident_jobs) and counts the re-plans
+// (placement_replans).
 //
 // The estimate a placement is planned with runs under what the process really holds (by 4% at
 // OLMo-1B, by a quarter for small models, whose libraries and buffers weigh more): a running
@@ -15,8 +18,9 @@
 // placement really holds fits.
 //
 // Hysteresis, so that the limit's noise moves no state: down only once the limit is 5% below
-// the one the running placement was planned against, up only once it is 10% above it or back at
-// the startup's limit (and only when the running tiers hold less in memory than the config's own).
+// the one the running placement was planned against, up only once it is 10% above it or, after
+// a dip, back at the startup's limit (and only when the running tiers hold less in memory than the
+// config's own).
 #include <cstdint>
 #include <functional>
 #include <optional>

@@ -200,8 +200,14 @@ struct Trainer::Impl {
     std::optional<Placement> next = placement_watch->check(placement);
     if (!next) return;
     Timer t;
-    const std::string why_not = tiers->relayout(configured_tier_layout(next->cfg, sharding->owned_tables()),
-                                                disk_tier_file(cfg, std::to_string(replans + 1)), disk_tier_file(cfg, "spill"));
+    const TiersConfig& now = cfg.runtime.tiers;
+    const TiersConfig& then = next->cfg.runtime.tiers;
+    const bool same_tiers = now.device.bytes == then.device.bytes && now.host.bytes == then.host.bytes &&
+                            now.prefetch_distance == then.prefetch_distance;
+    const std::string why_not =
+        same_tiers ? std::string()
+                   : tiers->relayout(configured_tier_layout(next->cfg, sharding->owned_tables()),
+                                     disk_tier_file(cfg, std::to_string(replans + 1)), disk_tier_file(cfg, "spill"));
     const std::string who = world > 1 ? "rank " + std::to_string(rank) + ": " : "";
     if (!why_not.empty()) {
       std::fprintf(stderr, "asteria-train: %sbefore step %lld: the memory limit is now %s (%s), but the optimizer state "
@@ -211,6 +217,11 @@ struct Trainer::Impl {
     }
     placement = std::move(*next);
     cfg.runtime.tiers = placement.cfg.runtime.tiers;
+    // The refreshes in flight parked as well (buffers beyond the budget freed now).
+    if (shadow && placement.cfg.runtime.shadow.resident_jobs != cfg.runtime.shadow.resident_jobs) {
+      cfg.runtime.shadow.resident_jobs = placement.cfg.runtime.shadow.resident_jobs;
+      shadow->set_resident_jobs(cfg.runtime.shadow.resident_jobs, disk_tier_file(cfg, "shadow-jobs"));
+    }
     ++replans;
     replan_s = t.seconds();
     std::fprintf(stderr, "asteria-train: %sbefore step %lld: re-placed in %.1f s (re-plan %d), %s%s\n", who.c_str(),

@@ -90,6 +90,9 @@ INSTANTIATE_TEST_SUITE_P(
         ResumeCase{"shampoo_asteria_workers", "shampoo", {"runtime.mode=asteria", "runtime.shadow.delay=3", "runtime.shadow.lane=workers"}},
         ResumeCase{"kl_asteria_at_refresh_step", "kl_shampoo", {"runtime.mode=asteria", "runtime.shadow.delay=3"}, 7},
         ResumeCase{"soap_asteria_stagger", "soap", {"runtime.mode=asteria", "runtime.shadow.delay=2", "runtime.stagger=true"}},
+        // The refreshes in flight parked on the disk tier (one job in memory) at the checkpoint.
+        ResumeCase{"soap_asteria_parked_jobs", "soap",
+                   {"runtime.mode=asteria", "runtime.shadow.delay=2", "runtime.stagger=true", "runtime.shadow.resident_jobs=1"}},
         ResumeCase{"grad_accum_2", "soap", {"train.grad_accum=2"}},
         ResumeCase{"disk_tier", "soap", disk_tier_sets()},
         ResumeCase{"disk_tier_written_from_the_tiers", "kl_shampoo", [] {

@@ -86,23 +86,61 @@ TEST_F(PlacedRun, MemoryTakenDuringTheRunMovesStateToDiskAndBackWithTheSameBits)
   const std::vector<float> in_memory = train_params(config({"runtime.placement=manual"}));
   const Config cfg = config({});
   const uint64_t plenty = 4 * limit_for(cfg, 0);
-  // 0.5: the tiers alone make room; 1.3: not even all optimizer state on disk fits (the run
-  // goes on with the least the tiers reach).
-  for (double fraction : {0.5, 1.3}) {
-    SCOPED_TRACE(fraction);
-    const uint64_t pressed = limit_for(cfg, fraction);
+  Config parked = cfg;
+  parked.runtime.shadow.resident_jobs = least_resident_jobs(cfg);
+  // 0.5: the tiers alone make room; 1.3: not even all optimizer state on disk would fit beside
+  // the refreshes in flight, which are parked as well; "none": not even that fits (the run goes
+  // on with the least the tiers reach, its jobs parked).
+  const std::vector<std::pair<std::string, uint64_t>> cases = {
+      {"0.5", limit_for(cfg, 0.5)},
+      {"1.3", limit_for(cfg, 1.3)},
+      {"none", static_cast<uint64_t>(0.5 * asteria::testing::least_with_tiers(parked))}};
+  for (const auto& [name, pressed] : cases) {
+    SCOPED_TRACE(name);
     // Readings: startup, before step 2, 3, 4, 5, 6: pressed before steps 3 and 4.
     const std::vector<float> params = train_params(cfg, scripted({plenty, plenty, pressed, pressed, plenty, plenty}));
     EXPECT_TRUE(same_bits(in_memory, params));
     const std::vector<nlohmann::json> lines = asteria::testing::metrics_lines(dir.file("run"));
     ASSERT_EQ(lines.size(), 6u);
-    const std::vector<int> replans = {0, 0, 1, 1, 2, 2};
     for (size_t i = 0; i < lines.size(); ++i) {
       SCOPED_TRACE(lines[i].dump());
-      EXPECT_EQ(lines[i]["placement_replans"].get<int>(), replans[i]);
-      const bool on_disk = i == 2 || i == 3;
-      EXPECT_EQ(lines[i]["tier_bytes"]["disk"].get<uint64_t>() > 0, on_disk);
-      EXPECT_EQ(lines[i].contains("placement_replan_s"), i == 2 || i == 4);
+      EXPECT_EQ(lines[i].contains("placement_replan_s"), i == 2 || (i == 4 && name != "1.3"));
+      const bool jobs_parked = name != "0.5" && i >= 2;   // and they stay parked
+      EXPECT_EQ(lines[i].contains("shadow_jobs_in_memory"), jobs_parked);
+      if (name == "1.3") continue;   // the tiers as the placement finds (the jobs may be enough)
+      EXPECT_EQ(lines[i]["placement_replans"].get<int>(), std::vector<int>({0, 0, 1, 1, 2, 2})[i]);
+      EXPECT_EQ(lines[i]["tier_bytes"]["disk"].get<uint64_t>() > 0, i == 2 || i == 3);
     }
   }
+}
+
+// Memory taken where the tiers alone cannot make room: the shadow pipeline's refreshes in flight
+// are parked on the disk tier from that step on (here all but the least, every job written while
+// it waits and read back), with the same bits.
+TEST_F(PlacedRun, MemoryTakenParksTheRefreshesInFlightWithTheSameBits) {
+  const Config cfg = config({"train.warmup_steps=0", "runtime.shadow.delay=2", "runtime.stagger=true"});
+  Config manual = cfg;
+  manual.runtime.placement = PlacementMode::Manual;
+  const std::vector<float> in_memory = train_params(manual);
+  Config parked = cfg;
+  parked.runtime.shadow.resident_jobs = least_resident_jobs(cfg);
+  const double least_in_memory = asteria::testing::least_with_tiers(cfg), least_parked = asteria::testing::least_with_tiers(parked);
+  ASSERT_LT(least_parked, least_in_memory);
+  const uint64_t plenty = 4 * limit_for(cfg, 0);
+  const auto pressed = static_cast<uint64_t>((least_parked + least_in_memory) / 2 / kPlacementFill);
+  // Readings: startup, before step 2, 3, ...: pressed from step 3 on.
+  const std::vector<float> params = train_params(cfg, scripted({plenty, plenty, pressed}));
+  EXPECT_TRUE(same_bits(in_memory, params));
+  const std::vector<nlohmann::json> lines = asteria::testing::metrics_lines(dir.file("run"));
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_FALSE(lines[1].contains("shadow_jobs_in_memory")) << "no job store before the re-plan";
+  double written = 0;
+  for (size_t i = 2; i < lines.size(); ++i) {
+    SCOPED_TRACE(lines[i].dump());
+    EXPECT_EQ(lines[i]["placement_replans"].get<int>(), 1);
+    ASSERT_TRUE(lines[i].contains("shadow_jobs_in_memory"));
+    EXPECT_LE(lines[i]["shadow_jobs_in_memory"].get<int>(), least_resident_jobs(cfg));
+    written += lines[i]["shadow_park_write_bytes"].get<double>();
+  }
+  EXPECT_GT(written, 0) << "no refresh was parked";
 }

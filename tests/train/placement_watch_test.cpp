@@ -90,6 +90,59 @@ TEST(PlacementWatch, ReplacesOnlyTheTiersAndOnlyPastTheHysteresis) {
   EXPECT_FALSE(watch.check(running)) << "the config's own tiers: nothing more to bring back";
 }
 
+// Where the tiers alone cannot make room, the shadow pipeline's refreshes in flight are parked
+// on the disk tier as well (the same bits); they stay parked when the memory comes back.
+TEST(PlacementWatch, RefreshesInFlightAreParkedWhenTheTiersAreNotEnough) {
+  const Config cfg = load_config_text("model:\n  preset: tiny\n  n_layers: 6\n", "small.yaml",
+                                      {"optim.name=soap", "train.steps=20", "train.warmup_steps=0",
+                                       "run.dir=/tmp/placement-watch-test"});
+  ASSERT_EQ(cfg.runtime.mode, RuntimeMode::Asteria);
+  const double all = process_memory(cfg).total();
+  const uint64_t start = static_cast<uint64_t>(4 * all);
+  Placement running = choose_placement(cfg, inputs(start));
+  ASSERT_EQ(running.cfg.runtime.shadow.resident_jobs, 0) << running.describe();
+  Config parked = cfg;
+  parked.runtime.shadow.resident_jobs = least_resident_jobs(cfg);
+  const double least_in_memory = asteria::testing::least_with_tiers(cfg), least_parked = asteria::testing::least_with_tiers(parked);
+  ASSERT_LT(least_parked, least_in_memory);
+  const auto pressed = static_cast<uint64_t>((least_parked + least_in_memory) / 2 / kPlacementFill);
+  std::vector<uint64_t> readings = {pressed, start};
+  auto k = std::make_shared<size_t>(0);
+  PlacementWatch watch(running, cfg.runtime.tiers, [readings, k]() {
+    return MemoryReading{readings[std::min((*k)++, readings.size() - 1)], "reading"};
+  }, 1, 1);
+  std::optional<Placement> down = watch.check(running);
+  ASSERT_TRUE(down);
+  EXPECT_TRUE(down->fits) << down->describe();
+  EXPECT_EQ(down->cfg.runtime.shadow.resident_jobs, least_resident_jobs(cfg));
+  EXPECT_LE(down->need.total(), kPlacementFill * static_cast<double>(pressed));
+  EXPECT_GT(down->need.jobs_on_disk, 0);
+  EXPECT_EQ(down->parts.back().key, "runtime.shadow.resident_jobs") << down->describe();
+  EXPECT_FALSE(down->changes_math);
+  running = *down;
+  // The memory back: the tiers come back to the config's own (if they moved), the jobs stay parked.
+  if (std::optional<Placement> up = watch.check(running)) {
+    EXPECT_EQ(up->cfg.runtime.tiers.device.bytes, cfg.runtime.tiers.device.bytes);
+    EXPECT_EQ(up->cfg.runtime.shadow.resident_jobs, least_resident_jobs(cfg));
+  }
+}
+
+// A run placed with its tiers at startup whose limit then reads a hair above the startup's (the
+// noise of MemAvailable, no dip before it) is not placed again.
+TEST(PlacementWatch, NoiseAboveTheStartupsLimitIsNoReason) {
+  const Config cfg = small();
+  const double least = asteria::testing::least_with_tiers(cfg), all = process_memory(cfg).total();
+  const auto start = static_cast<uint64_t>((least + all) / 2 / kPlacementFill);
+  const Placement running = choose_placement(cfg, inputs(start));
+  ASSERT_EQ(running.parts.at(0).key, "runtime.tiers") << running.describe();
+  for (double above : {1.001, 1.05}) {
+    PlacementWatch watch(running, cfg.runtime.tiers, [&]() {
+      return MemoryReading{static_cast<uint64_t>(above * static_cast<double>(start)), "reading"};
+    }, 1, 1);
+    EXPECT_FALSE(watch.check(running)) << above;
+  }
+}
+
 TEST(PlacementWatch, WhatTheProcessHoldsCorrectsTheEstimate) {
   const Config cfg = small();
   const double all = process_memory(cfg).total();

@@ -243,10 +243,21 @@ struct Move {
   std::function<bool(Config& c, PlacementPart& part)> apply;
 };
 
-// The jobs in use at once in the shadow pipeline: one per compute thread or worker computing,
-// and one being snapshotted beside them.
-int least_resident_jobs(const Config& c) {
-  return (shadow_lane(c) == ShadowLane::Compute ? compute_threads(c) : c.runtime.shadow.threads) + 1;
+// The shadow pipeline's refreshes in flight parked on the disk tier, all but the jobs in use at
+// once: the same bits, each refresh's buffers written and read back while it waits. False where
+// no refresh is ever in flight, the key is given, or they are parked already.
+bool park_jobs(Config& c, PlacementPart& p) {
+  const int64_t sync = c.runtime.shadow.sync_steps >= 0 ? c.runtime.shadow.sync_steps : c.train.warmup_steps;
+  if (c.runtime.mode != RuntimeMode::Asteria || c.optim.name == OptimizerKind::AdamW || sync >= c.train.steps ||
+      c.was_given("runtime.shadow.resident_jobs"))
+    return false;
+  const int least = least_resident_jobs(c);
+  if (c.runtime.shadow.resident_jobs == least) return false;
+  c.runtime.shadow.resident_jobs = least;
+  p = {"runtime.shadow.resident_jobs", std::to_string(least),
+       "the refreshes in flight (each holds its fp64 factors and bases) wait on the disk tier, all but the " +
+           std::to_string(least) + " in use at once"};
+  return true;
 }
 
 std::vector<Move> moves() {
@@ -285,19 +296,7 @@ std::vector<Move> moves() {
   // The refreshes in flight parked on the disk tier, all but the jobs in use at once (one per
   // compute thread or worker, and a snapshot's): the same bits, each refresh's buffers written
   // and read back while it waits.
-  m.push_back({[=](Config& c, PlacementPart& p) {
-                 const int64_t sync = c.runtime.shadow.sync_steps >= 0 ? c.runtime.shadow.sync_steps : c.train.warmup_steps;
-                 if (c.runtime.mode != RuntimeMode::Asteria || c.optim.name == OptimizerKind::AdamW ||
-                     sync >= c.train.steps || c.was_given("runtime.shadow.resident_jobs"))
-                   return false;
-                 const int least = least_resident_jobs(c);
-                 if (c.runtime.shadow.resident_jobs == least) return false;
-                 c.runtime.shadow.resident_jobs = least;
-                 p = {"runtime.shadow.resident_jobs", std::to_string(least),
-                      "the refreshes in flight (each holds its fp64 factors and bases) wait on the disk tier, all but the " +
-                          std::to_string(least) + " in use at once"};
-                 return true;
-               }});
+  m.push_back({park_jobs});
   // Lowering the delay holds fewer refreshes in memory only where they are not parked.
   m.push_back({[=](Config& c, PlacementPart& p) {
                  if (!shadow_in_flight(c) || c.runtime.shadow.delay <= 2 || c.runtime.shadow.resident_jobs > 0) return false;
@@ -326,6 +325,10 @@ std::vector<Move> moves() {
 }
 
 }  // namespace
+
+int least_resident_jobs(const Config& c) {
+  return (shadow_lane(c) == ShadowLane::Compute ? compute_threads(c) : c.runtime.shadow.threads) + 1;
+}
 
 Placement choose_placement(const Config& cfg, const PlacementInputs& in) {
   Placement p;
@@ -390,15 +393,22 @@ Placement replace_tiers(const Placement& running, const TiersConfig& given, cons
   const Chooser chooser(c, in);
   std::vector<PlacementPart> tier_part;
   double least = 0;
+  PlacementPart parked;
   if (!chooser.fits(c) && !chooser.fit_tiers(c, tier_part, least)) {
+    // The refreshes in flight parked too, where the running placement keeps them in memory (and
+    // kept parked when even that is not enough).
     tier_part.clear();
-    if (!chooser.least_tiers(c, tier_part)) c.runtime.tiers = running.cfg.runtime.tiers;   // the config's own
-    p.fits = false;
+    if (!park_jobs(c, parked) || (!chooser.fits(c) && !chooser.fit_tiers(c, tier_part, least))) {
+      tier_part.clear();
+      if (!chooser.least_tiers(c, tier_part)) c.runtime.tiers = running.cfg.runtime.tiers;   // the config's own
+      p.fits = false;
+    }
   }
-  // The parts: the new tiers' first, then the rest of the running placement's.
+  // The parts: the new tiers' first, then the rest of the running placement's (and the jobs parked now).
   p.parts = tier_part;
   for (const PlacementPart& part : running.parts)
     if (part.key != "runtime.tiers") p.parts.push_back(part);
+  if (!parked.key.empty()) p.parts.push_back(parked);
   p.cfg = c;
   p.need = in.estimate(c, TierCheck::Planned);
   return p;

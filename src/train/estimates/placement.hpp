@@ -12,13 +12,15 @@
 //      pinned host memory before the disk);
 //   2. activation recompute (train.activation_recompute): every other block, then every block;
 //   3. the LM head in chunks (model.head_chunk);
-//   4. asteria mode: the shadow pipeline's refreshes in flight (runtime.shadow.delay lowered,
-//      then every refresh synchronous: runtime.shadow.sync_steps = train.steps);
+//   4. asteria mode: the shadow pipeline's refreshes in flight placed through the tiers (all but
+//      the jobs in use at once parked on the disk tier: runtime.shadow.resident_jobs), then every
+//      refresh synchronous (runtime.shadow.sync_steps = train.steps); runtime.shadow.delay is
+//      lowered first instead of parking where resident_jobs is given as 0 (all in memory);
 //   5. a smaller micro-batch with more accumulation (train.micro_batch x train.grad_accum, the
 //      global batch, never changes).
 // Steps 1 and 2 change no bit of the results (placement and recompute never change the math);
 // 3 does once a micro-batch has more rows than a chunk (the head's weight gradient is summed
-// chunk by chunk), 4 and 5 always do; each part says so. A key the config gives explicitly is never changed (it overrides the
+// chunk by chunk), 4 does unless it only parks jobs, 5 always does; each part says so. A key the config gives explicitly is never changed (it overrides the
 // choice); runtime.placement manual changes nothing. What cannot fit even with all optimizer
 // state on disk and every step taken is refused with the bytes.
 #include <cstdint>
@@ -75,9 +77,15 @@ struct PlacementInputs {
 // Throws asteria::Error naming the config, the bytes needed and the limit when nothing fits.
 Placement choose_placement(const Config& cfg, const PlacementInputs& in);
 
+// The least runtime.shadow.resident_jobs that parks no job in use: the jobs computed at once
+// (compute threads on the compute lane, else the workers) and a snapshot's beside them.
+int least_resident_jobs(const Config& cfg);
+
 // A running process placed again (train/placement_watch.hpp): only the tier budgets and the
 // prefetch distance are chosen again, for in.limit, starting from `given` (the config's own
-// runtime.tiers); everything else of `running` is built and stays. Never fails for want of
+// runtime.tiers), and where they are not enough the shadow pipeline's refreshes in flight are
+// parked on the disk tier as well (runtime.shadow.resident_jobs, unless given); everything else
+// of `running` is built and stays, and none of it changes the math. Never fails for want of
 // memory: when not even all optimizer state on the disk tier fits, that is the choice and
 // `fits` is false.
 Placement replace_tiers(const Placement& running, const TiersConfig& given, const PlacementInputs& in);

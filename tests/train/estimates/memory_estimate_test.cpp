@@ -59,3 +59,25 @@ TEST(MemoryEstimate, RefreshBuffersHoldWhatEachAlgorithmsRefreshAllocates) {
 
 }  // namespace
 }  // namespace asteria
+
+namespace asteria {
+namespace {
+
+// runtime.shadow.resident_jobs: the jobs in flight beyond it are counted on the disk tier, not in
+// memory; the two add up to all of them in memory.
+TEST(MemoryEstimate, ResidentJobsKeepTheRestOfTheRefreshesInFlightOnDisk) {
+  auto config = [](const std::string& jobs) {
+    return load_config_text("model:\n  preset: tiny\n  n_layers: 4\n", "jobs.yaml",
+                            {"optim.name=soap", "runtime.mode=asteria", "train.steps=100", "train.warmup_steps=0",
+                             "runtime.threads=2", "runtime.shadow.resident_jobs=" + jobs});
+  };
+  const MemoryEstimate all = process_memory(config("0")), three = process_memory(config("3"));
+  EXPECT_EQ(all.jobs_on_disk, 0.0);
+  EXPECT_GT(three.jobs_on_disk, 0.0);
+  EXPECT_LT(three.refresh_work, all.refresh_work);
+  EXPECT_NEAR(three.refresh_work + three.jobs_on_disk, all.refresh_work, 1e-6 * all.refresh_work);
+  EXPECT_EQ(process_memory(config("100000")).refresh_work, all.refresh_work);
+}
+
+}  // namespace
+}  // namespace asteria

@@ -34,10 +34,51 @@ double unplaced_need(const Config& c) { return process_memory(c).total(); }
 
 // The order of cost of each part's key.
 int rank_of(const std::string& key) {
-  static const std::map<std::string, int> order = {{"runtime.tiers", 0},          {"train.activation_recompute", 1},
-                                                   {"model.head_chunk", 2},        {"runtime.shadow.delay", 3},
-                                                   {"runtime.shadow.sync_steps", 4}, {"train.micro_batch", 5}};
+  static const std::map<std::string, int> order = {
+      {"runtime.tiers", 0},        {"train.activation_recompute", 1}, {"model.head_chunk", 2},
+      {"runtime.shadow.resident_jobs", 3}, {"runtime.shadow.delay", 4}, {"runtime.shadow.sync_steps", 5},
+      {"train.micro_batch", 6}};
   return order.at(key);
+}
+
+// Each key in the order it first appears as the limit falls from the unplaced need to where
+// nothing fits; checks every placement on the way (it fits, keeps the batch, its parts in order
+// of cost, never fewer as the limit falls).
+std::vector<std::string> sweep(const Config& c) {
+  const double top = unplaced_need(c) / kPlacementFill;
+  std::vector<std::string> seen_first_at;
+  int failures = 0;
+  size_t last_steps = 0;
+  for (double limit = top; limit > top / 4 && failures < 2; limit *= 0.96) {
+    Placement p;
+    try {
+      p = choose_placement(c, inputs(static_cast<uint64_t>(limit)));
+    } catch (const Error& e) {
+      ++failures;
+      EXPECT_NE(std::string(e.what()).find("even with all optimizer state on the disk tier"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("small.yaml"), std::string::npos) << e.what();
+      continue;
+    }
+    EXPECT_EQ(failures, 0) << "a limit fitted below one that did not";
+    SCOPED_TRACE(p.describe());
+    EXPECT_LE(p.need.total(), kPlacementFill * limit);
+    EXPECT_EQ(p.cfg.train.micro_batch * p.cfg.train.grad_accum, c.train.micro_batch * c.train.grad_accum);
+    for (size_t i = 1; i < p.parts.size(); ++i) EXPECT_LE(rank_of(p.parts[i - 1].key), rank_of(p.parts[i].key));
+    EXPECT_GE(p.parts.size(), last_steps);
+    last_steps = p.parts.size();
+    for (const PlacementPart& part : p.parts)
+      if (std::find(seen_first_at.begin(), seen_first_at.end(), part.key) == seen_first_at.end()) seen_first_at.push_back(part.key);
+    // The shadow pipeline's delay and warm-up and the micro-batch change the arithmetic; the
+    // tiers, recompute and parking the jobs never do; the head chunk says for itself.
+    bool math = false;
+    for (const PlacementPart& part : p.parts) {
+      if (part.key != "model.head_chunk") EXPECT_EQ(part.changes_math, rank_of(part.key) >= 4) << part.key;
+      math = math || part.changes_math;
+    }
+    EXPECT_EQ(p.changes_math, math);
+  }
+  EXPECT_GT(failures, 0) << "the sweep never reached a limit too small to fit";
+  return seen_first_at;
 }
 
 TEST(Placement, ARunThatFitsIsLeftAsItIs) {
@@ -72,41 +113,21 @@ TEST(Placement, TierBudgetsFirstWithMoreInMemoryAsTheLimitGrows) {
 }
 
 TEST(Placement, StepsAreTakenInOrderOfCostAndTheResultFitsAndKeepsTheBatch) {
-  const Config c = small();
-  const double top = unplaced_need(c) / kPlacementFill;
-  std::vector<std::string> seen_first_at;   // each key, in the order it first appeared as the limit fell
-  int failures = 0;
-  size_t last_steps = 0;
-  for (double limit = top; limit > top / 4 && failures < 2; limit *= 0.96) {
-    Placement p;
-    try {
-      p = choose_placement(c, inputs(static_cast<uint64_t>(limit)));
-    } catch (const Error& e) {
-      ++failures;
-      EXPECT_NE(std::string(e.what()).find("even with all optimizer state on the disk tier"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("small.yaml"), std::string::npos) << e.what();
-      continue;
-    }
-    EXPECT_EQ(failures, 0) << "a limit fitted below one that did not";
-    SCOPED_TRACE(p.describe());
-    EXPECT_LE(p.need.total(), kPlacementFill * limit);
-    EXPECT_EQ(p.cfg.train.micro_batch * p.cfg.train.grad_accum, c.train.micro_batch * c.train.grad_accum);
-    // Parts in order of cost; a smaller limit never takes fewer steps.
-    for (size_t i = 1; i < p.parts.size(); ++i) EXPECT_LE(rank_of(p.parts[i - 1].key), rank_of(p.parts[i].key));
-    EXPECT_GE(p.parts.size(), last_steps);
-    last_steps = p.parts.size();
-    for (const PlacementPart& part : p.parts)
-      if (std::find(seen_first_at.begin(), seen_first_at.end(), part.key) == seen_first_at.end()) seen_first_at.push_back(part.key);
-    // Tiers, recompute and the head chunk change no bit; the shadow pipeline and micro-batch do.
-    bool math = false;
-    for (const PlacementPart& part : p.parts) math = math || rank_of(part.key) >= 3;
-    EXPECT_EQ(p.changes_math, math);
-  }
-  EXPECT_GT(failures, 0) << "the sweep never reached a limit too small to fit";
-  // Every step was taken somewhere in the sweep, in order.
+  // Every step is taken somewhere in the sweep, in order. The refreshes in flight are parked on
+  // the disk tier (the same bits) before anything changes the arithmetic; with them parked a
+  // shorter delay saves no memory, so the next step is the synchronous refreshes.
+  const std::vector<std::string> expected = {"runtime.tiers", "train.activation_recompute", "model.head_chunk",
+                                             "runtime.shadow.resident_jobs", "runtime.shadow.sync_steps",
+                                             "train.micro_batch"};
+  EXPECT_EQ(sweep(small()), expected);
+}
+
+// runtime.shadow.resident_jobs given as 0 (every refresh in flight in memory): the delay is
+// lowered instead.
+TEST(Placement, WithTheJobsKeptInMemoryTheDelayIsLoweredFirst) {
   const std::vector<std::string> expected = {"runtime.tiers", "train.activation_recompute", "model.head_chunk",
                                              "runtime.shadow.delay", "runtime.shadow.sync_steps", "train.micro_batch"};
-  EXPECT_EQ(seen_first_at, expected);
+  EXPECT_EQ(sweep(small({"runtime.shadow.resident_jobs=0"})), expected);
 }
 
 TEST(Placement, GivenKeysAreKeptAndManualChangesNothing) {
