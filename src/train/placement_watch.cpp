@@ -12,11 +12,11 @@ constexpr double kUpAbove = 1.10;
 // estimate runs a few percent under the peak RSS, so a need at the limit is already too late).
 constexpr double kPressed = 0.95;
 
+}  // namespace
+
 bool same_tiers(const TiersConfig& a, const TiersConfig& b) {
   return a.device.bytes == b.device.bytes && a.host.bytes == b.host.bytes && a.prefetch_distance == b.prefetch_distance;
 }
-
-}  // namespace
 
 MemoryWatch machine_memory_watch(int ranks_on_machine, MemoryProbe probe) {
   return [ranks_on_machine, probe]() {

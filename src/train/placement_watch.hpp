@@ -42,6 +42,9 @@ using MemoryWatch = std::function<MemoryReading()>;
 // `ranks_on_machine`) plus what this process holds of what the source counts, the smallest.
 MemoryWatch machine_memory_watch(int ranks_on_machine, MemoryProbe probe = {});
 
+// Whether two tier settings place the state alike (budgets and prefetch distance).
+bool same_tiers(const TiersConfig& a, const TiersConfig& b);
+
 class PlacementWatch {
  public:
   // given: the config's own runtime.tiers; world, ranks_per_node: as the startup placement's.

@@ -200,14 +200,12 @@ struct Trainer::Impl {
     std::optional<Placement> next = placement_watch->check(placement);
     if (!next) return;
     Timer t;
-    const TiersConfig& now = cfg.runtime.tiers;
-    const TiersConfig& then = next->cfg.runtime.tiers;
-    const bool same_tiers = now.device.bytes == then.device.bytes && now.host.bytes == then.host.bytes &&
-                            now.prefetch_distance == then.prefetch_distance;
+    // Only the jobs parked (ShadowPipeline::set_resident_jobs below): no state moves.
     const std::string why_not =
-        same_tiers ? std::string()
-                   : tiers->relayout(configured_tier_layout(next->cfg, sharding->owned_tables()),
-                                     disk_tier_file(cfg, std::to_string(replans + 1)), disk_tier_file(cfg, "spill"));
+        same_tiers(cfg.runtime.tiers, next->cfg.runtime.tiers)
+            ? std::string()
+            : tiers->relayout(configured_tier_layout(next->cfg, sharding->owned_tables()),
+                              disk_tier_file(cfg, std::to_string(replans + 1)), disk_tier_file(cfg, "spill"));
     const std::string who = world > 1 ? "rank " + std::to_string(rank) + ": " : "";
     if (!why_not.empty()) {
       std::fprintf(stderr, "asteria-train: %sbefore step %lld: the memory limit is now %s (%s), but the optimizer state "

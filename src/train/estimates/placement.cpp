@@ -246,11 +246,14 @@ struct Move {
 // The shadow pipeline's refreshes in flight parked on the disk tier, all but the jobs in use at
 // once: the same bits, each refresh's buffers written and read back while it waits. False where
 // no refresh is ever in flight, the key is given, or they are parked already.
-bool park_jobs(Config& c, PlacementPart& p) {
+// Whether the run has shadow refreshes in flight after its synchronous warm-up.
+bool refreshes_in_flight(const Config& c) {
   const int64_t sync = c.runtime.shadow.sync_steps >= 0 ? c.runtime.shadow.sync_steps : c.train.warmup_steps;
-  if (c.runtime.mode != RuntimeMode::Asteria || c.optim.name == OptimizerKind::AdamW || sync >= c.train.steps ||
-      c.was_given("runtime.shadow.resident_jobs"))
-    return false;
+  return c.runtime.mode == RuntimeMode::Asteria && c.optim.name != OptimizerKind::AdamW && sync < c.train.steps;
+}
+
+bool park_jobs(Config& c, PlacementPart& p) {
+  if (!refreshes_in_flight(c) || c.was_given("runtime.shadow.resident_jobs")) return false;
   const int least = least_resident_jobs(c);
   if (c.runtime.shadow.resident_jobs == least) return false;
   c.runtime.shadow.resident_jobs = least;
@@ -289,9 +292,7 @@ std::vector<Move> moves() {
                  return true;
                }});
   auto shadow_in_flight = [](const Config& c) {
-    const int64_t sync = c.runtime.shadow.sync_steps >= 0 ? c.runtime.shadow.sync_steps : c.train.warmup_steps;
-    return c.runtime.mode == RuntimeMode::Asteria && c.optim.name != OptimizerKind::AdamW && sync < c.train.steps &&
-           !c.was_given("runtime.shadow.delay") && !c.was_given("runtime.shadow.sync_steps");
+    return refreshes_in_flight(c) && !c.was_given("runtime.shadow.delay") && !c.was_given("runtime.shadow.sync_steps");
   };
   // The refreshes in flight parked on the disk tier, all but the jobs in use at once (one per
   // compute thread or worker, and a snapshot's): the same bits, each refresh's buffers written
