@@ -56,7 +56,7 @@ class ShadowJobStoreTest : public ::testing::Test {
 
 TEST_F(ShadowJobStoreTest, AParkedJobReadsBackBitForBit) {
   ShadowJobStore store(path_);
-  const RefreshJob a = job(300, 200, 1), b = job(17, 5, 2);   // a spans several transfers' of bytes
+  const RefreshJob a = job(700, 600, 1), b = job(17, 5, 2);   // a: 17 MB, three 8 MiB transfers
   ParkedImage pa, pb;
   store.park(a, /*finished=*/false, pa, "w/0");
   store.park(b, /*finished=*/false, pb, "w/1");
