@@ -117,7 +117,8 @@ LAYOUTS = {"2x1": (2, 1), "2x2": (2, 2)}
 
 def link_bytes(op, fsdp, hosts, per_host, numel):
     """(bytes over a host's link to the other hosts, bytes inside the host) of one comm op, for
-    2 hosts: the busiest host's share, as Open MPI's ring-like algorithms move it."""
+    2 hosts: the busiest host's share, as the trainer's rings move it (Open MPI's ring all-reduce,
+    which MpiSession selects, and the ring reduce-scatter of src/comm/mpi_communicator.cpp)."""
     world = hosts * per_host
     D = numel * 4.0
     kind = op["kind"]

@@ -2,11 +2,15 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -75,6 +79,121 @@ struct MpiRequest final : Request::Impl {
   }
   MPI_Request req = MPI_REQUEST_NULL;
   std::string label;
+};
+
+// Buffers a ring reduce-scatter keeps between its rounds, handed from one call to the next so
+// that a step allocates nothing (a communicator's collectives run one after the other).
+struct ScratchPool {
+  std::mutex mu;
+  std::vector<std::vector<float>> free;
+  std::vector<float> take(size_t n) {
+    std::vector<float> v;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!free.empty()) {
+        v = std::move(free.back());
+        free.pop_back();
+      }
+    }
+    if (v.size() < n) v.resize(n);
+    return v;
+  }
+  void give(std::vector<float> v) {
+    std::lock_guard<std::mutex> lock(mu);
+    free.push_back(std::move(v));
+  }
+};
+
+// Reduce-scatter along a ring of p ranks, advanced by test() (so Communicator::wait's timeout and
+// a lost peer's error apply as to any request). Part c's sum starts at rank c+1 and travels
+// right, each rank adding its own part c, for p-1 rounds, to end complete at rank c: in round k
+// rank r receives from r-1 the partial sum of part (r-k-2) mod p, adds its own, and sends it on
+// in round k+1; its first send is its own part (r-1) mod p. Every link carries (p-1)/p of the
+// buffer, all of them in both directions at once. Open MPI's nonblocking reduce-scatter (libnbc)
+// instead reduces the whole buffer into rank 0 along a binomial tree and scatters from there:
+// at 2 ranks 1.5 buffers cross rank 0's link one direction at a time, against half a buffer each
+// way at once here. The sums' order is fixed (rank c+1 first, rank c last): the same bits on
+// every run. Messages use tag kRingTag, which no other caller of a communicator uses.
+constexpr int kRingTag = 0;
+
+struct RingReduceScatter final : Request::Impl {
+  RingReduceScatter(MPI_Comm comm, int rank, int size, const float* send, float* recv, const std::vector<int>& counts,
+                    std::shared_ptr<ScratchPool> pool, std::string label)
+      : comm_(comm), rank_(rank), size_(size), send_(send), recv_(recv), counts_(counts), pool_(std::move(pool)),
+        label_(std::move(label)) {
+    offsets_.assign(counts_.size() + 1, 0);
+    size_t largest = 0;
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      offsets_[i + 1] = offsets_[i] + static_cast<size_t>(counts_[i]);
+      largest = std::max(largest, static_cast<size_t>(counts_[i]));
+    }
+    largest_ = largest;
+    scratch_ = pool_->take(2 * largest);
+    start_round();
+  }
+  ~RingReduceScatter() override {
+    if (!pending()) {
+      pool_->give(std::move(scratch_));
+      return;
+    }
+    // MPI may still write into the buffer: it is kept (leaked) until the job ends, which the
+    // watchdog makes sure of.
+    new std::vector<float>(std::move(scratch_));
+    if (world_rank() >= 0) arm_abandoned_request_watchdog(label_);
+  }
+  bool test() override {
+    while (round_ < size_ - 1) {
+      int done = 0;
+      const int rc = MPI_Testall(2, reqs_, &done, MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        reqs_[0] = reqs_[1] = MPI_REQUEST_NULL;
+        try {
+          check(rc, "MPI_Testall (ring reduce-scatter)", label_);
+        } catch (const Error& e) {
+          throw CommError(e.what());
+        }
+      }
+      if (!done) return false;
+      // Round round_'s part arrived: add this rank's own.
+      const int part = part_received(round_);
+      float* acc = received_into(round_);
+      const float* own = send_ + offsets_[part];
+      for (int i = 0; i < counts_[part]; ++i) acc[i] += own[i];
+      ++round_;
+      if (round_ < size_ - 1) start_round();
+    }
+    return true;
+  }
+
+ private:
+  bool pending() const { return reqs_[0] != MPI_REQUEST_NULL || reqs_[1] != MPI_REQUEST_NULL; }
+  int mod(int x) const { return ((x % size_) + size_) % size_; }
+  int part_received(int k) const { return mod(rank_ - k - 2); }
+  // The last round's part is this rank's: straight into recv.
+  float* received_into(int k) { return k == size_ - 2 ? recv_ : scratch_.data() + (k % 2) * largest_; }
+  void start_round() {
+    const int k = round_;
+    const int right = mod(rank_ + 1), left = mod(rank_ - 1);
+    const int sent = mod(rank_ - k - 1);
+    const float* out = k == 0 ? send_ + offsets_[sent] : received_into(k - 1);
+    check(MPI_Irecv(received_into(k), counts_[part_received(k)], MPI_FLOAT, left, kRingTag, comm_, &reqs_[1]),
+          "MPI_Irecv (ring reduce-scatter)", label_);
+    check(MPI_Isend(out, counts_[sent], MPI_FLOAT, right, kRingTag, comm_, &reqs_[0]),
+          "MPI_Isend (ring reduce-scatter)", label_);
+  }
+
+  MPI_Comm comm_;
+  int rank_, size_;
+  const float* send_;
+  float* recv_;
+  std::vector<int> counts_;
+  std::vector<size_t> offsets_;
+  size_t largest_ = 0;
+  std::shared_ptr<ScratchPool> pool_;
+  std::vector<float> scratch_;
+  std::string label_;
+  int round_ = 0;
+  MPI_Request reqs_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
 };
 
 // The test hook of mpi_communicator.hpp: ASTERIA_FAULT_STALL="<rank>:<label substring>:<seconds>".
@@ -150,11 +269,8 @@ class MpiCommunicator final : public Communicator {
     return {std::move(r), std::move(label)};
   }
   Request reduce_scatter(const float* send, float* recv, size_t count, std::string label) override {
-    stall_if_asked(label);
-    auto r = std::make_unique<MpiRequest>(label);
-    check(MPI_Ireduce_scatter_block(send, recv, int_count(count, label), MPI_FLOAT, MPI_SUM, comm_, &r->req),
-          "MPI_Ireduce_scatter_block", label);
-    return {std::move(r), std::move(label)};
+    return reduce_scatterv(send, recv, std::vector<int>(static_cast<size_t>(size_), int_count(count, label)),
+                           std::move(label));
   }
   Request all_gatherv(float* data, const std::vector<int>& counts, const std::vector<int>& offsets,
                       std::string label) override {
@@ -169,9 +285,11 @@ class MpiCommunicator final : public Communicator {
   Request reduce_scatterv(const float* send, float* recv, const std::vector<int>& counts, std::string label) override {
     stall_if_asked(label);
     ASTERIA_ASSERT(static_cast<int>(counts.size()) == size_, label);
-    auto r = std::make_unique<MpiRequest>(label);
-    check(MPI_Ireduce_scatter(send, recv, counts.data(), MPI_FLOAT, MPI_SUM, comm_, &r->req), "MPI_Ireduce_scatter",
-          label);
+    if (size_ == 1) {
+      if (send != recv) std::memmove(recv, send, static_cast<size_t>(counts[0]) * sizeof(float));
+      return {};
+    }
+    auto r = std::make_unique<RingReduceScatter>(comm_, rank_, size_, send, recv, counts, scratch_, label);
     return {std::move(r), std::move(label)};
   }
   Request all_reduce(double* data, size_t count, std::string label) override {
@@ -231,6 +349,7 @@ class MpiCommunicator final : public Communicator {
   }
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
+  std::shared_ptr<ScratchPool> scratch_ = std::make_shared<ScratchPool>();
 };
 
 }  // namespace
@@ -245,7 +364,18 @@ static const char* thread_level_name(int level) {
   }
 }
 
+// Open MPI's nonblocking collectives (coll/libnbc) all-reduce along a binomial tree -- every
+// rank's buffer reduced into rank 0, the sum broadcast back -- for every in-place call and every
+// group of fewer than 4 ranks, whatever the size: each byte crosses rank 0's link twice, one
+// direction at a time (at 2 replicas, twice the time the link needs). The ring moves 2(p-1)/p of
+// the buffer each way, all links in both directions at once, and gives every rank the same bits.
+// Taken unless the user chose an algorithm (in the environment, or `mpirun --mca`, which passes it
+// there). Before MPI_Init: Open MPI reads its parameters then.
+constexpr const char* kAllReduceAlgorithmVar = "OMPI_MCA_coll_libnbc_iallreduce_algorithm";
+constexpr const char* kAllReduceRing = "1";
+
 MpiSession::MpiSession(int* argc, char*** argv) {
+  setenv(kAllReduceAlgorithmVar, kAllReduceRing, /*overwrite=*/0);
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   if (provided < MPI_THREAD_MULTIPLE) {

@@ -4,6 +4,7 @@
 // names it, within the timeout.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -57,6 +58,59 @@ TEST(MpiCollectives, ReduceScatterSumsEachRanksPart) {
     float expected = 0;   // the same order of the sum on every rank is not promised: small ints are exact
     for (int q = 0; q < W; ++q) expected += value(q, r * n + i);
     EXPECT_EQ(recv[i], expected) << "element " << i;
+  }
+}
+
+// A float no small-integer arithmetic reaches exactly, so that the order of a sum shows in its bits.
+// (A hash, not libm: a vectorized sinf may differ from the scalar one in the last bit.)
+float awkward(int rank, size_t i) {
+  uint64_t h = (static_cast<uint64_t>(rank) << 40) ^ i;
+  h *= 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  return static_cast<float>(h % 2'000'003) / 1.37e6f - 0.73f;
+}
+
+TEST(MpiCollectives, ReduceScattervSumsAlongTheRingInItsDocumentedOrder) {
+  auto c = world();
+  const int W = c->size(), r = c->rank();
+  // Uneven parts, an empty one, and one above an 8 MiB buffer; twice, in flight together.
+  std::vector<int> counts(W);
+  for (int q = 0; q < W; ++q) counts[q] = q == 1 ? 0 : (q == 0 ? 2'500'000 : 1000 + 37 * q);
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  std::vector<float> send(total);
+  for (size_t j = 0; j < total; ++j) send[j] = awkward(r, j);
+  std::vector<float> recv(counts[r], -1.0f), again(counts[r], -2.0f);
+  Request a = c->reduce_scatterv(send.data(), recv.data(), counts, "reduce_scatterv test");
+  Request b = c->reduce_scatterv(send.data(), again.data(), counts, "reduce_scatterv again");
+  c->wait(a);
+  c->wait(b);
+  const size_t offset = std::accumulate(counts.begin(), counts.begin() + r, size_t{0});
+  for (int i = 0; i < counts[r]; ++i) {
+    // Rank r+1's part first, then each next rank's, this rank's last.
+    float expected = awkward((r + 1) % W, offset + i);
+    for (int k = 2; k <= W; ++k) expected += awkward((r + k) % W, offset + i);
+    if (W == 1) expected = awkward(r, offset + i);
+    ASSERT_EQ(recv[i], expected) << "element " << i;
+  }
+  EXPECT_EQ(again, recv);
+}
+
+TEST(MpiCollectives, AllReduceGivesEveryRankTheSameBits) {
+  auto c = world();
+  const int W = c->size(), r = c->rank();
+  const size_t n = 300'001;
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = awkward(r, i);
+  Request req = c->all_reduce(x.data(), n, "all_reduce of awkward floats");
+  c->wait(req);
+  std::vector<float> rank0 = x;
+  req = c->broadcast(rank0.data(), n * sizeof(float), 0, "broadcast of rank 0's sum");
+  c->wait(req);
+  EXPECT_EQ(x, rank0) << "rank " << r << " of " << W;
+  for (size_t i = 0; i < n; i += 9973) {
+    double sum = 0;
+    for (int q = 0; q < W; ++q) sum += awkward(q, i);
+    EXPECT_NEAR(x[i], sum, 1e-5) << "element " << i;
   }
 }
 
