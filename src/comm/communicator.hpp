@@ -78,8 +78,9 @@ class Communicator {
   // all_gatherv: rank r's part of `data` is [offsets[r], offsets[r] + counts[r]), the parts
   // disjoint in any order; every rank's part is filled in from its owner (each rank's own
   // part is in place). reduce_scatterv: the send buffer holds the parts in rank order (rank r's
-  // starts after counts[0] + .. + counts[r-1]); recv[counts[rank]] = the sum over ranks of
-  // their send part for this rank.
+  // starts after counts[0] + .. + counts[r-1]); recv[counts[rank]], apart from send, = the sum
+  // over ranks of their send part for this rank, in a fixed order (the same bits on every run;
+  // over MPI along a ring, tag 0 of the communicator reserved for it).
   virtual Request all_gatherv(float* data, const std::vector<int>& counts, const std::vector<int>& offsets,
                               std::string label) = 0;
   virtual Request reduce_scatterv(const float* send, float* recv, const std::vector<int>& counts, std::string label) = 0;
