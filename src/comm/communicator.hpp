@@ -2,7 +2,8 @@
 // The collectives of sharded training (docs/DESIGN.md "FSDP") behind one interface, so that the
 // trainer never calls MPI (or, with the CUDA backend, NCCL) itself:
 //   local  one rank: every collective is a copy or a no-op;
-//   mpi    Open MPI, nonblocking collectives (MPI_Iallgather, MPI_Ireduce_scatter_block, ...).
+//   mpi    Open MPI: nonblocking collectives (MPI_Iallgatherv, MPI_Iallreduce on its ring, ...)
+//          and a reduce-scatter ring of nonblocking sends and receives (mpi_communicator.cpp).
 //
 // Contract. Every rank of a communicator calls the same collectives in the same order (ranks
 // with nothing to contribute too: a rank that skips one hangs the others, so the callers
