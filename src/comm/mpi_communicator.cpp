@@ -128,6 +128,9 @@ struct RingReduceScatter final : Request::Impl {
       largest = std::max(largest, static_cast<size_t>(counts_[i]));
     }
     largest_ = largest;
+    // The last round receives into recv while it reads this rank's part of send.
+    ASTERIA_ASSERT(recv_ + counts_[rank_] <= send_ || recv_ >= send_ + offsets_.back(), label_,
+                   ": reduce_scatterv's recv overlaps send");
     scratch_ = pool_->take(2 * largest);
     start_round();
   }
@@ -289,10 +292,6 @@ class MpiCommunicator final : public Communicator {
       if (send != recv) std::memmove(recv, send, static_cast<size_t>(counts[0]) * sizeof(float));
       return {};
     }
-    // The ring's last round receives into recv while it reads this rank's part of send.
-    size_t total = 0;
-    for (int c : counts) total += static_cast<size_t>(c);
-    ASTERIA_ASSERT(recv + counts[rank_] <= send || recv >= send + total, label, ": reduce_scatterv's recv overlaps send");
     auto r = std::make_unique<RingReduceScatter>(comm_, rank_, size_, send, recv, counts, scratch_, label);
     return {std::move(r), std::move(label)};
   }

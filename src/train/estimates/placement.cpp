@@ -243,15 +243,15 @@ struct Move {
   std::function<bool(Config& c, PlacementPart& part)> apply;
 };
 
-// The shadow pipeline's refreshes in flight parked on the disk tier, all but the jobs in use at
-// once: the same bits, each refresh's buffers written and read back while it waits. False where
-// no refresh is ever in flight, the key is given, or they are parked already.
 // Whether the run has shadow refreshes in flight after its synchronous warm-up.
 bool refreshes_in_flight(const Config& c) {
   const int64_t sync = c.runtime.shadow.sync_steps >= 0 ? c.runtime.shadow.sync_steps : c.train.warmup_steps;
   return c.runtime.mode == RuntimeMode::Asteria && c.optim.name != OptimizerKind::AdamW && sync < c.train.steps;
 }
 
+// The shadow pipeline's refreshes in flight parked on the disk tier, all but the jobs in use at
+// once: the same bits, each refresh's buffers written and read back while it waits. False where
+// no refresh is ever in flight, the key is given, or they are parked already.
 bool park_jobs(Config& c, PlacementPart& p) {
   if (!refreshes_in_flight(c) || c.was_given("runtime.shadow.resident_jobs")) return false;
   const int least = least_resident_jobs(c);
