@@ -7,8 +7,10 @@
 #     kernels, and the summary says so;
 #   - bench_sgemm on the kernels auto runs: the FLOP-weighted sgemm rate at the step's shapes, and
 #     the step's achieved FLOP/s against it;
-#   - bench-small SOAP in asteria mode against AdamW: mean step after the warm-up, the optimizer's
-#     share, and the per-step second-order FLOPs over optim_s against the same GEMM rate.
+#   - bench-small SOAP, Shampoo and KL-Shampoo in asteria mode against AdamW: mean step after the
+#     warm-up, optim_s, the refreshes' time on the compute lane, and each optimizer's per-step
+#     matrix products (run_info.json's optimizer_step_matmul_flops) over optim_s against the same
+#     GEMM rate.
 # Writes bench/results/blas-kernels/<cpu>/summary.md (one folder per CPU kind).
 #   bench/blas_kernels.sh [STEPS] [ROUNDS]     (defaults 40 and 2)
 set -euo pipefail
@@ -24,7 +26,10 @@ if [ ! -s "$TOKENS" ]; then
 fi
 WORK=$(mktemp -d /tmp/asteria-blas-kernels.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
+# one folder per CPU kind: the model name alone does not tell them apart (two EPYC generations both
+# read "AMD EPYC" in some VMs)
 CPU=$(lscpu | sed -n 's/^Model name: *//p' | tr -c 'A-Za-z0-9\n' '-' | sed 's/--*/-/g; s/-$//')
+CPU=$CPU-family$(lscpu | sed -n 's/^CPU family: *//p')-model$(lscpu | sed -n 's/^Model: *//p')
 OUT=bench/results/blas-kernels/$CPU
 run() {  # NAME CONFIG STEPS SETS...
   local name=$1 config=$2 steps=$3
@@ -39,7 +44,7 @@ for r in $(seq "$ROUNDS"); do
 done
 build/bin/bench_sgemm --min-time 0.5 --repeats 5 > "$WORK/sgemm.json" 2> /dev/null
 run adamw-long bench-small-adamw.yaml 70 --set runtime.mode=asteria
-run soap-long bench-small-soap.yaml 70 --set runtime.mode=asteria
+for o in soap shampoo kl-shampoo; do run "$o-long" "bench-small-$o.yaml" 70 --set runtime.mode=asteria; done
 mkdir -p "$OUT"
 /usr/bin/python3 - "$WORK" "$STEPS" "$ROUNDS" > "$OUT/summary.md" <<'PY'
 import json, statistics, sys
@@ -60,24 +65,29 @@ for b in ["as-is", "auto"]:
     tps[b] = statistics.median(per_round)
     print(f"| runtime.blas {b} | {i['blas']['openblas_corename']} | {tps[b]:.0f} | {tps[b] * i['flops_per_token'] / 1e9:.1f} |")
 same = info("adamw-as-is-1")["blas"]["openblas_corename"] == info("adamw-auto-1")["blas"]["openblas_corename"]
-print(f"\nauto / as-is: {tps['auto'] / tps['as-is']:.2f}" + (" (the library chose this CPU's best set already: the same kernels)" if same else ""))
+why = ""
+if same:
+    env = blas.get("openblas_coretype_env", "(unset)")
+    why = (f" (the same kernels: OPENBLAS_CORETYPE={env} is set by the environment, and a set value is never overridden)"
+           if env != "(unset)" else " (the same kernels: the library chose this CPU's best set already)")
+print(f"\nauto / as-is: {tps['auto'] / tps['as-is']:.2f}" + why)
 flops = info("adamw-auto-1")["flops_per_token"]
 print(f"\nsgemm at the step's shapes (FLOP-weighted, {sg['openblas_corename']}): {sg['weighted_gflops']:.1f} GFLOP/s; "
       f"the step's achieved rate / that: {tps['auto'] * flops / 1e9 / sg['weighted_gflops']:.2f} (target >= 0.85)\n")
 def steady(name, key): return [l.get(key, 0.0) for l in lines(name)][45:]
-a, s = statistics.mean(steady("adamw-long", "step_time_s")), statistics.mean(steady("soap-long", "step_time_s"))
-so, sr = statistics.mean(steady("soap-long", "optim_s")), statistics.mean(steady("soap-long", "root_jobs_s"))
-# SOAP's per-step work per block (m x n): factors L += G G^T, R += G^T G (2 m^2 n + 2 n^2 m) and the
-# rotations into the eigenbasis and back (4 GEMMs, 4 m n (m + n)); bench-small's matrices, blocks of <= 1024 rows.
-C, F, L = 256, 1024, 4
-blocks = [(3 * C, C), (C, C), (1024, C), (1024, C), (C, F)]
-per_step = L * sum(2 * m * m * n + 2 * n * n * m + 4 * m * n * (m + n) for m, n in blocks)
-print("| bench-small, asteria mode, steps 46..70 | mean step (s) | optim_s | root_jobs_s (refreshes on the compute lane) |")
-print("| --- | --- | --- | --- |")
-print(f"| AdamW | {a:.3f} | {statistics.mean(steady('adamw-long', 'optim_s')):.3f} | - |")
-print(f"| SOAP | {s:.3f} | {so:.3f} | {sr:.3f} |")
-print(f"\nSOAP / AdamW mean step: {s / a:.2f} (target <= 1.5). SOAP's per-step second-order work: {per_step / 1e9:.1f} GFLOP "
-      f"(factor updates and rotations), {per_step / 1e9 / so:.0f} GFLOP/s over optim_s = {per_step / 1e9 / so / sg['weighted_gflops']:.2f} "
-      f"of the sgemm rate (optim_s also holds the Adam update in the rotated basis and AdamW on the embedding and head).")
+a = statistics.mean(steady("adamw-long", "step_time_s"))
+print("| bench-small, asteria mode, steps 46..70 | mean step (s) | / AdamW | optim_s | root_jobs_s (refreshes on the compute lane) | per-step matrix products (GFLOP) | their rate over optim_s (GFLOP/s) | / sgemm rate |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+print(f"| AdamW | {a:.3f} | 1.00 | {statistics.mean(steady('adamw-long', 'optim_s')):.3f} | - | - | - | - |")
+ratios = {}
+for name, label in [("soap", "SOAP"), ("shampoo", "Shampoo"), ("kl-shampoo", "KL-Shampoo")]:
+    run = f"{name}-long"
+    s, so, sr = (statistics.mean(steady(run, k)) for k in ["step_time_s", "optim_s", "root_jobs_s"])
+    gflop = info(run)["optimizer_step_matmul_flops"] / 1e9
+    ratios[label] = s / a
+    print(f"| {label} | {s:.3f} | {s / a:.2f} | {so:.3f} | {sr:.3f} | {gflop:.1f} | {gflop / so:.0f} | {gflop / so / sg['weighted_gflops']:.2f} |")
+print(f"\nSOAP / AdamW mean step: {ratios['SOAP']:.2f} (target <= 1.5). optim_s also holds the elementwise work "
+      "(the Adam update in the rotated basis, grafting, AdamW on the embedding and head), so the last column is a lower bound "
+      "on the products' own rate.")
 PY
 cat "$OUT/summary.md"

@@ -50,12 +50,97 @@ void gemm(int n, bool ta, bool tb, float alpha, const float* A, const float* B, 
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, n, n, n,
               alpha, A, n, B, n, beta, C, n);
 }
-lapack_int syevd(int n, double* V, double* w) { return LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, V, n, w); }
-lapack_int syevd(int n, float* V, float* w) { return LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, V, n, w); }
-lapack_int geqrf(int n, double* A, double* tau) { return LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, n, n, A, n, tau); }
-lapack_int geqrf(int n, float* A, float* tau) { return LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, n, n, A, n, tau); }
-lapack_int orgqr(int n, double* A, const double* tau) { return LAPACKE_dorgqr(LAPACK_ROW_MAJOR, n, n, n, A, n, tau); }
-lapack_int orgqr(int n, float* A, const float* tau) { return LAPACKE_sorgqr(LAPACK_ROW_MAJOR, n, n, n, A, n, tau); }
+// LAPACK's column-major drivers with the caller's work arrays. LAPACKE's high-level row-major
+// drivers allocate a transposed copy and their work arrays on every call: fresh memory, which is
+// slow to touch (about 15 us a 4 KiB page on this project's VMs) and was most of a SOAP step's
+// page faults. Here the transposes go through the scratch and the work arrays grow once; the
+// routine, its inputs and its work sizes (the optimal ones LAPACK reports, as LAPACKE asks for)
+// are the same, so are the results, bit for bit.
+lapack_int syevd_work(lapack_int n, double* a, double* w, double* work, lapack_int lwork, lapack_int* iwork,
+                      lapack_int liwork) {
+  return LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w, work, lwork, iwork, liwork);
+}
+lapack_int syevd_work(lapack_int n, float* a, float* w, float* work, lapack_int lwork, lapack_int* iwork,
+                      lapack_int liwork) {
+  return LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w, work, lwork, iwork, liwork);
+}
+lapack_int geqrf_work(lapack_int n, double* a, double* tau, double* work, lapack_int lwork) {
+  return LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, n, n, a, n, tau, work, lwork);
+}
+lapack_int geqrf_work(lapack_int n, float* a, float* tau, float* work, lapack_int lwork) {
+  return LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, n, n, a, n, tau, work, lwork);
+}
+lapack_int orgqr_work(lapack_int n, double* a, const double* tau, double* work, lapack_int lwork) {
+  return LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, n, n, n, a, n, tau, work, lwork);
+}
+lapack_int orgqr_work(lapack_int n, float* a, const float* tau, float* work, lapack_int lwork) {
+  return LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, n, n, n, a, n, tau, work, lwork);
+}
+
+static_assert(std::is_same_v<lapack_int, int>, "Scratch::lapack_iwork holds lapack_int as int (LP64 LAPACK)");
+
+template <class T>
+T* grown(std::vector<T>& v, size_t count) {
+  if (v.size() < count) v.resize(count);
+  return v.data();
+}
+// to = from^T, n x n, in tiles: a row of `to` per column of `from` would stride both by n, a
+// power of two at most block sizes, and evict its own lines.
+template <class Real>
+void transpose(int n, const Real* from, Real* to) {
+  constexpr int kTile = 32;
+  for (int i0 = 0; i0 < n; i0 += kTile)
+    for (int j0 = 0; j0 < n; j0 += kTile)
+      for (int j = j0; j < std::min(n, j0 + kTile); ++j)
+        for (int i = i0; i < std::min(n, i0 + kTile); ++i)
+          to[static_cast<int64_t>(j) * n + i] = from[static_cast<int64_t>(i) * n + j];
+}
+// A LAPACK work size as reported by a query (a floating-point count).
+template <class Real>
+lapack_int work_size(Real reported) {
+  return std::max<lapack_int>(1, static_cast<lapack_int>(reported));
+}
+
+// The row-major n x n matrix A (in place) through a column-major LAPACK call on the scratch's
+// transposed copy: call(column-major copy) -> info.
+template <class Real, class Call>
+lapack_int on_column_major(int n, Real* A, Scratch<Real>& s, Call&& call) {
+  Real* a = grown(s.lapack_a, static_cast<size_t>(n) * n);
+  transpose(n, A, a);
+  const lapack_int info = call(a);
+  if (info == 0) transpose(n, a, A);
+  return info;
+}
+
+template <class Real>
+lapack_int syevd(int n, Real* V, Real* w, Scratch<Real>& s) {
+  return on_column_major(n, V, s, [&](Real* a) {
+    Real lwork = 0;
+    lapack_int liwork = 0;
+    lapack_int info = syevd_work(n, a, w, &lwork, -1, &liwork, -1);
+    if (info != 0) return info;
+    return syevd_work(n, a, w, grown(s.lapack_work, work_size(lwork)), work_size(lwork),
+                      grown(s.lapack_iwork, std::max<lapack_int>(1, liwork)), std::max<lapack_int>(1, liwork));
+  });
+}
+template <class Real>
+lapack_int geqrf(int n, Real* A, Real* tau, Scratch<Real>& s) {
+  return on_column_major(n, A, s, [&](Real* a) {
+    Real lwork = 0;
+    lapack_int info = geqrf_work(n, a, tau, &lwork, -1);
+    if (info != 0) return info;
+    return geqrf_work(n, a, tau, grown(s.lapack_work, work_size(lwork)), work_size(lwork));
+  });
+}
+template <class Real>
+lapack_int orgqr(int n, Real* A, const Real* tau, Scratch<Real>& s) {
+  return on_column_major(n, A, s, [&](Real* a) {
+    Real lwork = 0;
+    lapack_int info = orgqr_work(n, a, tau, &lwork, -1);
+    if (info != 0) return info;
+    return orgqr_work(n, a, tau, grown(s.lapack_work, work_size(lwork)), work_size(lwork));
+  });
+}
 
 std::atomic<int> injected_eigh_failures{0};
 
@@ -69,7 +154,7 @@ Status eigh(int n, const Real* A, Real* w, Real* V, Workspace& ws) {
   if (injected_eigh_failures.load() > 0 && injected_eigh_failures.fetch_sub(1) > 0) return Status::LapackError;
   if (!all_finite(nn, A)) return Status::NonFinite;
   std::copy(A, A + nn, V);
-  lapack_int info = syevd(n, V, w);
+  lapack_int info = syevd(n, V, w, ws.get<Real>());
   if (info != 0) return Status::LapackError;
   if (!all_finite(n, w)) return Status::NonFinite;
   return Status::Ok;
@@ -200,14 +285,14 @@ Status qr_power(int n, const Real* L, const Real* Q, std::vector<int>& perm, Rea
 
 // factor: Qs <- its QR factors (geqrf), tau: n entries.
 template <class Real>
-Status qr_factor(int n, Real* Qs, Real* tau) {
-  return geqrf(n, Qs, tau) == 0 ? Status::Ok : Status::LapackError;
+Status qr_factor(int n, Real* Qs, Real* tau, Workspace& ws) {
+  return geqrf(n, Qs, tau, ws.get<Real>()) == 0 ? Status::Ok : Status::LapackError;
 }
 
 // form: Qs <- Q of the QR factors (orgqr).
 template <class Real>
-Status qr_form(int n, Real* Qs, const Real* tau) {
-  if (orgqr(n, Qs, tau) != 0) return Status::LapackError;
+Status qr_form(int n, Real* Qs, const Real* tau, Workspace& ws) {
+  if (orgqr(n, Qs, tau, ws.get<Real>()) != 0) return Status::LapackError;
   return all_finite(static_cast<int64_t>(n) * n, Qs) ? Status::Ok : Status::NonFinite;
 }
 
@@ -220,8 +305,8 @@ Status qr_refresh(int n, const Real* L, Real* Q, std::vector<int>& perm, Workspa
   Real* Qs = s.b.data();
   Real* tau = s.c.data();  // n entries used
   Status st = qr_power(n, L, Q, perm, Qs, ws, sort);
-  if (st == Status::Ok) st = qr_factor(n, Qs, tau);
-  if (st == Status::Ok) st = qr_form(n, Qs, tau);
+  if (st == Status::Ok) st = qr_factor(n, Qs, tau, ws);
+  if (st == Status::Ok) st = qr_form(n, Qs, tau, ws);
   if (st == Status::Ok) std::copy(Qs, Qs + static_cast<int64_t>(n) * n, Q);
   return st;
 }
@@ -325,8 +410,8 @@ Status qr_refresh_part(int part, Precision precision, int n, const double* L, do
     c.v64.resize(n);
     double* Qs = c.m64.data();
     if (part == 0) return qr_power(n, L, Q, perm, Qs, ws, sort);
-    if (part == 1) return qr_factor(n, Qs, c.v64.data());
-    const Status st = qr_form(n, Qs, c.v64.data());
+    if (part == 1) return qr_factor(n, Qs, c.v64.data(), ws);
+    const Status st = qr_form(n, Qs, c.v64.data(), ws);
     if (st == Status::Ok) std::copy(Qs, Qs + nn, Q);
     return st;
   }
@@ -343,10 +428,10 @@ Status qr_refresh_part(int part, Precision precision, int n, const double* L, do
     return Status::Ok;
   }
   if (part == 1) {
-    if (!c.fp32_failed) c.fp32_failed = qr_factor(n, c.m32.data(), c.v32.data()) != Status::Ok;
+    if (!c.fp32_failed) c.fp32_failed = qr_factor(n, c.m32.data(), c.v32.data(), ws) != Status::Ok;
     return Status::Ok;
   }
-  if (!c.fp32_failed && qr_form(n, c.m32.data(), c.v32.data()) == Status::Ok) {
+  if (!c.fp32_failed && qr_form(n, c.m32.data(), c.v32.data(), ws) == Status::Ok) {
     widen(nn, c.m32.data(), Q);
     return Status::Ok;
   }

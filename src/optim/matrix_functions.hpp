@@ -25,6 +25,9 @@ inline const char* to_string(Precision p) { return p == Precision::Float32 ? "fl
 template <class Real>
 struct Scratch {
   std::vector<Real> a, b, c, d, w;
+  // LAPACK's: the column-major copy of its matrix and its work arrays (lapack_int is int here).
+  std::vector<Real> lapack_a, lapack_work;
+  std::vector<int> lapack_iwork;
   void reserve(int n);
 };
 
@@ -37,8 +40,8 @@ struct PartCarry {
   bool fp32_failed = false;
 };
 
-// Scratch memory reused across calls (no allocation once sized; a precision never used
-// allocates nothing). LAPACKE's high-level drivers still allocate their own work arrays.
+// Scratch memory reused across calls (no allocation once sized, LAPACK's work arrays included; a
+// precision never used allocates nothing).
 struct Workspace {
   Scratch<double> f64;
   Scratch<float> f32;

@@ -46,6 +46,7 @@ class HostMemoryAsDevice final : public BlockBackend {
   void scale(float* x, size_t n, float s) const override { host().scale(x, n, s); }
   void mul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, const float* B, float beta,
            float* C) const override {
+    matmul_flops += 2.0 * m * n * k;
     host().mul(ta, tb, m, n, k, alpha, A, B, beta, C);
   }
   void ema(float* x, const float* y, size_t n, float b, float a) const override { host().ema(x, y, n, b, a); }
@@ -68,16 +69,20 @@ class HostMemoryAsDevice final : public BlockBackend {
   void scale_columns(float* X, const float* s, int64_t m, int64_t n) const override { host().scale_columns(X, s, m, n); }
   void scale_rows(float* X, const float* s, int64_t m, int64_t n) const override { host().scale_rows(X, s, m, n); }
   void accumulate_left(const float* G, int64_t m, int64_t n, float b, float s, float* L) const override {
+    matmul_flops += 2.0 * m * m * n;   // G G^T
     host().accumulate_left(G, m, n, b, s, L);
   }
   void accumulate_right(const float* G, int64_t m, int64_t n, float b, float s, float* R) const override {
+    matmul_flops += 2.0 * m * n * n;   // G^T G
     host().accumulate_right(G, m, n, b, s, R);
   }
   void to_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* t, float* o) const override {
+    matmul_flops += 2.0 * m * m * n + 2.0 * m * n * n;   // QL^T X, then QR
     host().to_basis(QL, X, QR, m, n, t, o);
   }
   void from_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* t,
                   float* o) const override {
+    matmul_flops += 2.0 * m * m * n + 2.0 * m * n * n;
     host().from_basis(QL, X, QR, m, n, t, o);
   }
   void soap_moments(float* M, float* V, float* G, int64_t mn, float b1, float b2, float a1, float a2,
@@ -100,6 +105,7 @@ class HostMemoryAsDevice final : public BlockBackend {
     return true;
   }
   mutable int refreshes_computed = 0;
+  mutable double matmul_flops = 0;   // 2 m n k of every product the blocks asked for
 
   matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision p) const override {
     return host().initial_eigenbasis(d, F, Q, p);
@@ -159,8 +165,9 @@ struct TwoPaths {
   std::mt19937 rng{3};
   std::normal_distribution<float> nd{0.0f, 1.0f};
   std::vector<float> w_host;
-  explicit TwoPaths(const std::string& name)
-      : on_host(params_for(name), {t}), on_device(params_for(name), {t}, /*own_memory=*/false, device), w_host(t.numel) {
+  explicit TwoPaths(const std::string& name) : TwoPaths(params_for(name)) {}
+  explicit TwoPaths(const SecondOrderParams& params)
+      : on_host(params, {t}), on_device(params, {t}, /*own_memory=*/false, device), w_host(t.numel) {
     for (StateTensor* s : on_device.layer_states(0)) {
       device_memory.emplace_back(s->size());
       s->bind(device_memory.back().data());
@@ -224,3 +231,29 @@ TEST_P(DeviceCodePath, StaysWithinRoundingOfTheHostPathOnTheDefaultThreads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, DeviceCodePath, ::testing::Values("soap", "shampoo", "kl_shampoo"));
+
+// step_matmul_flops (run_info.json's optimizer_step_matmul_flops, the benchmarks' FLOP rate of
+// optim_s) against the products the blocks ask the backend for on a step without a refresh.
+TEST_P(DeviceCodePath, AStepsProductsAreTheFlopsStepMatmulFlopsCounts) {
+  SecondOrderParams params = params_for(GetParam());
+  params.stagger = false;   // every block refreshes at the same steps: the others refresh none
+  TwoPaths p(params);
+  auto& [device, t, on_host, on_device, device_memory, rng, nd, w_host] = p;
+  (void)on_host;
+  double expected = 0;
+  for (const MatrixBlock& b : on_device.blocks(0)) expected += step_matmul_flops(on_device.algorithm(), b.rows, b.cols);
+  std::vector<float> g(t.numel);
+  int clean_steps = 0;
+  for (int64_t step = 1; step <= 14; ++step) {
+    for (float& x : g) x = nd(rng);
+    const int refreshes_before = device.refreshes_computed;
+    const double before = device.matmul_flops;
+    on_device.step_layer(0, w_host.data(), g.data(), 0.7f, 0.01, step);
+    // Steps after the first refresh (Shampoo's roots exist) that refreshed nothing.
+    if (step > 4 && device.refreshes_computed == refreshes_before) {
+      EXPECT_EQ(device.matmul_flops - before, expected) << "step " << step;
+      ++clean_steps;
+    }
+  }
+  EXPECT_GT(clean_steps, 3);
+}

@@ -1,7 +1,10 @@
 // Matrix functions against hand-derived matrices.
 #include <gtest/gtest.h>
+#include <lapacke.h>
+#include <sys/resource.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -374,4 +377,68 @@ TEST(MatrixFunctionsFloat32, QrRefreshOfFp64DataMatchesFp64) {
     EXPECT_LT(orthonormality_error(n, q32), 1e-5);
   }
   EXPECT_NE(q32, q64);
+}
+
+// ---- LAPACK on the workspace: the same routines LAPACKE's row-major drivers call, on the
+// workspace's transposed copy and work arrays instead of ones allocated on every call.
+
+namespace {
+
+// Minor page faults of the calling thread so far (fresh memory touched).
+long thread_minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_minflt;
+}
+
+template <class Real>
+void expect_same_bits(const std::vector<Real>& got, const std::vector<Real>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(Real)), 0) << what;
+}
+
+template <class Real>
+void check_lapack_on_workspace(int n) {
+  SCOPED_TRACE("n = " + std::to_string(n) + (std::is_same_v<Real, float> ? ", float" : ", double"));
+  const auto a64 = well_conditioned_spd(n, 7);
+  const std::vector<Real> a(a64.begin(), a64.end());
+  const size_t nn = static_cast<size_t>(n) * n;
+  Workspace ws;
+  // eigh against LAPACKE's row-major dsyevd / ssyevd on a copy.
+  std::vector<Real> w(n), v(nn), want_w(n), want_v = a;
+  ASSERT_EQ(eigh(n, a.data(), w.data(), v.data(), ws), Status::Ok);
+  if constexpr (std::is_same_v<Real, double>)
+    ASSERT_EQ(LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, want_v.data(), n, want_w.data()), 0);
+  else
+    ASSERT_EQ(LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, want_v.data(), n, want_w.data()), 0);
+  expect_same_bits(w, want_w, "eigenvalues");
+  expect_same_bits(v, want_v, "eigenvectors");
+  // qr_refresh from the identity without sorting is orgqr(geqrf(L)): against LAPACKE's.
+  std::vector<Real> q(nn, Real(0)), want_q = a, tau(n);
+  for (int i = 0; i < n; ++i) q[static_cast<size_t>(i) * n + i] = 1;
+  std::vector<int> perm;
+  ASSERT_EQ(qr_refresh(n, a.data(), q.data(), perm, ws, /*sort=*/false), Status::Ok);
+  if constexpr (std::is_same_v<Real, double>) {
+    ASSERT_EQ(LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, n, n, want_q.data(), n, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_dorgqr(LAPACK_ROW_MAJOR, n, n, n, want_q.data(), n, tau.data()), 0);
+  } else {
+    ASSERT_EQ(LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, n, n, want_q.data(), n, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_sorgqr(LAPACK_ROW_MAJOR, n, n, n, want_q.data(), n, tau.data()), 0);
+  }
+  expect_same_bits(q, want_q, "qr_refresh's basis");
+  // Sized once: the calls again touch no fresh memory (LAPACKE's would fault in a transposed
+  // copy and work arrays, 2 n^2 elements and more, every call).
+  const long before = thread_minor_faults();
+  ASSERT_EQ(eigh(n, a.data(), w.data(), v.data(), ws), Status::Ok);
+  ASSERT_EQ(qr_refresh(n, a.data(), q.data(), perm, ws, /*sort=*/false), Status::Ok);
+  EXPECT_LT(thread_minor_faults() - before, 8) << "fresh pages touched by calls on a sized workspace";
+}
+
+}  // namespace
+
+TEST(MatrixFunctions, LapackOnTheWorkspaceGivesLapackesBitsAndTouchesNoFreshMemory) {
+  for (int n : {5, 37, 300}) {
+    check_lapack_on_workspace<double>(n);
+    check_lapack_on_workspace<float>(n);
+  }
 }
