@@ -19,7 +19,8 @@ size_t held(const std::vector<T>& v) {
 }
 template <class Real>
 size_t held(const matfn::Scratch<Real>& s) {
-  return held(s.a) + held(s.b) + held(s.c) + held(s.d) + held(s.w);
+  return held(s.a) + held(s.b) + held(s.c) + held(s.d) + held(s.w) + held(s.lapack_a) + held(s.lapack_work) +
+         held(s.lapack_iwork);
 }
 size_t held(const matfn::PartCarry& c) { return held(c.m32) + held(c.v32) + held(c.m64) + held(c.v64); }
 size_t held(const matfn::Workspace& ws) {
