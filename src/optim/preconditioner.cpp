@@ -103,9 +103,9 @@ std::vector<double> refresh_part_costs(OptimizerKind algorithm, int64_t rows, in
 double step_matmul_flops(OptimizerKind algorithm, int64_t rows, int64_t cols) {
   const double m = static_cast<double>(rows), n = static_cast<double>(cols);
   switch (algorithm) {
-    case OptimizerKind::Soap: return 6 * m * m * n + 6 * m * n * n;
-    case OptimizerKind::Shampoo: return 4 * m * m * n + 4 * m * n * n;
-    case OptimizerKind::KlShampoo: return 8 * m * m * n + 10 * m * n * n;
+    case OptimizerKind::Soap: return 5 * m * m * n + 5 * m * n * n;
+    case OptimizerKind::Shampoo: return 3 * m * m * n + 3 * m * n * n;
+    case OptimizerKind::KlShampoo: return 7 * m * m * n + 9 * m * n * n;
     default: fail("no preconditioner for optimizer ", to_string(algorithm));
   }
 }

@@ -99,12 +99,13 @@ inline RefreshSide refresh_side(RefreshJob& job, int part, int per_side) {
 std::vector<double> refresh_part_costs(OptimizerKind algorithm, int64_t rows, int64_t cols);
 
 // The matrix-multiply FLOPs of one block's step outside its refreshes (every step), m = rows,
-// n = cols; 2 m n k per product, the elementwise work not counted:
+// n = cols: 2 m n k per product, m^2 n for a factor's symmetric rank-k update (one triangle,
+// ssyrk), the elementwise work not counted:
 //   soap        factors L += G G^T, R += G^T G; G into the eigenbasis and the direction back
-//               (two products each):                                  6 m^2 n + 6 m n^2
-//   shampoo     factors; direction Linv M Rinv:                       4 m^2 n + 4 m n^2
+//               (two products each):                                  5 m^2 n + 5 m n^2
+//   shampoo     factors; direction Linv M Rinv:                       3 m^2 n + 3 m n^2
 //   kl_shampoo  the momentum into the basis and back; Q_L^T G, G Q_R, (Q_L^T G) Q_R; factors
-//               from the scaled G Q_R and Q_L^T G:                     8 m^2 n + 10 m n^2
+//               from the scaled G Q_R and Q_L^T G:                     7 m^2 n + 9 m n^2
 // For the benchmarks' FLOP rate of optim_s (run_info.json's optimizer_step_matmul_flops).
 double step_matmul_flops(OptimizerKind algorithm, int64_t rows, int64_t cols);
 

@@ -69,11 +69,11 @@ class HostMemoryAsDevice final : public BlockBackend {
   void scale_columns(float* X, const float* s, int64_t m, int64_t n) const override { host().scale_columns(X, s, m, n); }
   void scale_rows(float* X, const float* s, int64_t m, int64_t n) const override { host().scale_rows(X, s, m, n); }
   void accumulate_left(const float* G, int64_t m, int64_t n, float b, float s, float* L) const override {
-    matmul_flops += 2.0 * m * m * n;   // G G^T
+    matmul_flops += 1.0 * m * m * n;   // G G^T's upper triangle (ssyrk)
     host().accumulate_left(G, m, n, b, s, L);
   }
   void accumulate_right(const float* G, int64_t m, int64_t n, float b, float s, float* R) const override {
-    matmul_flops += 2.0 * m * n * n;   // G^T G
+    matmul_flops += 1.0 * m * n * n;   // G^T G's
     host().accumulate_right(G, m, n, b, s, R);
   }
   void to_basis(const float* QL, const float* X, const float* QR, int64_t m, int64_t n, float* t, float* o) const override {
@@ -105,7 +105,7 @@ class HostMemoryAsDevice final : public BlockBackend {
     return true;
   }
   mutable int refreshes_computed = 0;
-  mutable double matmul_flops = 0;   // 2 m n k of every product the blocks asked for
+  mutable double matmul_flops = 0;   // every product the blocks asked for: 2 m n k, a rank-k update's half
 
   matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision p) const override {
     return host().initial_eigenbasis(d, F, Q, p);
