@@ -94,11 +94,32 @@ bool ShadowPipeline::park_one(RefreshJob* into) {
   return true;
 }
 
+size_t ShadowPipeline::best_fitting_spare(int64_t rows, int64_t cols) const {
+  // The spare whose factors' arrays already hold this block's with the least room to spare, else
+  // the largest: a set grows (fresh memory, slow to touch) only when no spare is large enough, so
+  // the sets settle at once into the sizes of the jobs in flight instead of growing a little each
+  // time a larger block draws a smaller set.
+  const auto room = [&](const RefreshJob& j) {
+    return static_cast<double>(j.left.capacity()) + static_cast<double>(j.right.capacity());
+  };
+  const auto fits = [&](const RefreshJob& j) {
+    return j.left.capacity() >= static_cast<size_t>(rows * rows) && j.right.capacity() >= static_cast<size_t>(cols * cols);
+  };
+  size_t best = 0;
+  for (size_t i = 1; i < spares_.size(); ++i) {
+    const RefreshJob &a = spares_[i], &b = spares_[best];
+    if (fits(a) != fits(b) ? fits(a) : (fits(a) ? room(a) < room(b) : room(a) > room(b))) best = i;
+  }
+  return best;
+}
+
 void ShadowPipeline::hold(Slot& slot) {
   std::lock_guard<std::mutex> lock(store_mu_);
   ++slot.pins;
   if (slot.has_buffers) return;
   if (!spares_.empty()) {
+    const MatrixBlock& b = opt_.blocks(slot.layer)[slot.block];
+    std::swap(spares_[best_fitting_spare(b.rows, b.cols)], spares_.back());
     swap_refresh_job_arrays(slot.job, spares_.back());
     spares_.pop_back();
   } else if (resident_jobs_ == 0 || buffer_sets_ < resident_jobs_ || !park_one(&slot.job)) {

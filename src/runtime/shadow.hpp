@@ -223,6 +223,8 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
   // store_mu_ held: parks the waiting job with buffers furthest from its publish step and moves
   // its buffers into `into`; false when every job with buffers is held.
   bool park_one(RefreshJob* into);
+  // The spare buffer set to lend a block of rows x cols (store_mu_ held); spares_ not empty.
+  size_t best_fitting_spare(int64_t rows, int64_t cols) const;
   void submit(int layer, int block, const SlotPtr& slot);
   // Parts [begin, end) of the slot's refresh (end -1: all); Ready after the last.
   void compute(int layer, int block, const SlotPtr& slot, int worker, int begin = 0, int end = -1);
