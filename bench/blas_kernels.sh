@@ -19,17 +19,11 @@ STEPS=${1:-40}
 ROUNDS=${2:-2}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cmake --build build -j2 --target asteria-train bench_sgemm > /dev/null
-TOKENS=data/generated/bench/random-v4096-4M.u16
-if [ ! -s "$TOKENS" ]; then
-  mkdir -p "$(dirname "$TOKENS")"
-  /usr/bin/python3 -c "import numpy as np; np.random.default_rng(0).integers(0, 4096, size=4_000_000, dtype=np.uint16).tofile('$TOKENS')"
-fi
+source bench/common.sh
+TOKENS=$(bench_tokens)
 WORK=$(mktemp -d /tmp/asteria-blas-kernels.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-# one folder per CPU kind: the model name alone does not tell them apart (two EPYC generations both
-# read "AMD EPYC" in some VMs)
-CPU=$(lscpu | sed -n 's/^Model name: *//p' | tr -c 'A-Za-z0-9\n' '-' | sed 's/--*/-/g; s/-$//')
-CPU=$CPU-family$(lscpu | sed -n 's/^CPU family: *//p')-model$(lscpu | sed -n 's/^Model: *//p')
+CPU=$(cpu_kind)
 OUT=bench/results/blas-kernels/$CPU
 run() {  # NAME CONFIG STEPS SETS...
   local name=$1 config=$2 steps=$3

@@ -20,15 +20,11 @@ if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw
     "-DCMAKE_CXX_FLAGS=-mavx512f -mavx512bw -mavx512vl -mavx512dq -mprefer-vector-width=512" > /dev/null
   cmake --build build-avx512 -j2 --target bench_model > /dev/null 2>&1
 fi
-TOKENS=data/generated/bench/random-v4096-4M.u16
-if [ ! -s "$TOKENS" ]; then
-  mkdir -p "$(dirname "$TOKENS")"
-  /usr/bin/python3 -c "import numpy as np; np.random.default_rng(0).integers(0, 4096, size=4_000_000, dtype=np.uint16).tofile('$TOKENS')"
-fi
+source bench/common.sh
+TOKENS=$(bench_tokens)
 WORK=$(mktemp -d /tmp/asteria-non-gemm.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-CPU=$(lscpu | sed -n 's/^Model name: *//p' | tr -c 'A-Za-z0-9\n' '-' | sed 's/--*/-/g; s/-$//')
-CPU=$CPU-family$(lscpu | sed -n 's/^CPU family: *//p')-model$(lscpu | sed -n 's/^Model: *//p')
+CPU=$(cpu_kind)
 OUT=bench/results/non-gemm-ops/$CPU
 if command -v perf > /dev/null && perf record -o "$WORK/probe.data" true > /dev/null 2>&1; then
   perf record -F 499 -o "$WORK/perf.data" build/bin/asteria-train --config configs/bench-small-adamw.yaml \

@@ -16,11 +16,8 @@ WORK=$(mktemp -d /tmp/asteria-replica-check.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cmake --build build -j2 --target asteria-train > /dev/null
-TOKENS=data/generated/bench/random-v4096-4M.u16
-if [ ! -s "$TOKENS" ]; then
-  mkdir -p "$(dirname "$TOKENS")"
-  /usr/bin/python3 -c "import numpy as np; np.random.default_rng(0).integers(0, 4096, size=4_000_000, dtype=np.uint16).tofile('$TOKENS')"
-fi
+source bench/common.sh
+TOKENS=$(bench_tokens)
 run() {  # CONFIG CHECK_EVERY NAME
   mpirun --oversubscribe -np 2 build/bin/asteria-train --config "configs/$1" --set "data.train=$TOKENS" --set data.eval= \
     --set train.micro_batch=4 --set "train.steps=$STEPS" --set checkpoint.enabled=false --set distributed.fsdp=none \
