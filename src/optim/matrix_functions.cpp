@@ -79,6 +79,7 @@ lapack_int orgqr_work(lapack_int n, float* a, const float* tau, float* work, lap
 
 static_assert(std::is_same_v<lapack_int, int>, "Scratch::lapack_iwork holds lapack_int as int (LP64 LAPACK)");
 
+// v's first `count` elements, v grown to hold them if it must (reused from call to call).
 template <class T>
 T* grown(std::vector<T>& v, size_t count) {
   if (v.size() < count) v.resize(count);
@@ -327,10 +328,6 @@ ASTERIA_MATFN_INSTANTIATE(float)
 // The Precision overloads: fp64 data through fp32 staging buffers.
 namespace {
 
-float* staging(std::vector<float>& v, int64_t count) {
-  if (v.size() < static_cast<size_t>(count)) v.resize(count);
-  return v.data();
-}
 void narrow(int64_t count, const double* x, float* y) {
   for (int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(x[i]);
 }
@@ -345,8 +342,8 @@ void widen(int64_t count, const float* x, double* y) {
 template <class Fp32, class Fp64>
 Status fp32_or_fp64(int n, const double* A, double* out, Workspace& ws, Fp32 fp32, Fp64 fp64) {
   const int64_t nn = static_cast<int64_t>(n) * n;
-  float* a = staging(ws.in, nn);
-  float* o = staging(ws.out, nn);
+  float* a = grown(ws.in, nn);
+  float* o = grown(ws.out, nn);
   narrow(nn, A, a);
   if (fp32(a, o) != Status::Ok) return fp64();
   widen(nn, o, out);
@@ -368,7 +365,7 @@ Status inverse_root_eigh_part(int part, Precision precision, int n, const double
   if (part == 0) {
     c.m32.resize(nn);
     c.v32.resize(n);
-    float* a = staging(ws.in, nn);
+    float* a = grown(ws.in, nn);
     narrow(nn, A, a);
     c.fp32_failed = eigh(n, a, c.v32.data(), c.m32.data(), ws) != Status::Ok;
     return Status::Ok;
@@ -376,7 +373,7 @@ Status inverse_root_eigh_part(int part, Precision precision, int n, const double
   if (!c.fp32_failed) {
     Scratch<float>& s = ws.f32;
     s.reserve(n);
-    float* o = staging(ws.out, nn);
+    float* o = grown(ws.out, nn);
     if (root_from_eigen(n, c.m32.data(), c.v32.data(), p, eps, o, s.b.data()) == Status::Ok) {
       widen(nn, o, out);
       return Status::Ok;
@@ -420,8 +417,8 @@ Status qr_refresh_part(int part, Precision precision, int n, const double* L, do
   if (part == 0) {
     c.m32.resize(nn);
     c.v32.resize(n);
-    float* l = staging(ws.in, nn);
-    float* q = staging(ws.out, nn);
+    float* l = grown(ws.in, nn);
+    float* q = grown(ws.out, nn);
     narrow(nn, L, l);
     narrow(nn, Q, q);
     c.fp32_failed = qr_power(n, l, q, perm, c.m32.data(), ws, sort) != Status::Ok;

@@ -105,11 +105,13 @@ size_t ShadowPipeline::best_fitting_spare(int64_t rows, int64_t cols) const {
   const auto fits = [&](const RefreshJob& j) {
     return j.left.capacity() >= static_cast<size_t>(rows * rows) && j.right.capacity() >= static_cast<size_t>(cols * cols);
   };
+  const auto better = [&](const RefreshJob& a, const RefreshJob& b) {
+    if (fits(a) != fits(b)) return fits(a);
+    return fits(a) ? room(a) < room(b) : room(a) > room(b);
+  };
   size_t best = 0;
-  for (size_t i = 1; i < spares_.size(); ++i) {
-    const RefreshJob &a = spares_[i], &b = spares_[best];
-    if (fits(a) != fits(b) ? fits(a) : (fits(a) ? room(a) < room(b) : room(a) > room(b))) best = i;
-  }
+  for (size_t i = 1; i < spares_.size(); ++i)
+    if (better(spares_[i], spares_[best])) best = i;
   return best;
 }
 
