@@ -14,9 +14,10 @@
 #   cluster.sh agent HOST CMD...  the same, for mpirun's launch agent (CMD is one shell string)
 #   cluster.sh mpirun ARGS...     mpirun on node1 with the launch agent and the cluster's
 #                                 interfaces (ARGS: --host node1:2,node2:2 ..., the program)
-#   cluster.sh link HOST down|up|loss PCT|clear
+#   cluster.sh link HOST down|up|loss PCT|clear|dropped
 #                                 faults: the host's link down or up again, PCT % of the packets
-#                                 it sends dropped (nftables), or no loss
+#                                 it sends dropped (nftables), or no loss; `dropped` prints how
+#                                 many packets the loss has dropped so far (0 without one)
 #
 # State: $ASTERIA_CLUSTER_DIR (default /run/asteria-cluster): hosts, the UTS namespace files, the
 # agent, env.sh (ASTERIA_CLUSTER_* for callers), and nodetmp/, which on each host is that host's
@@ -193,12 +194,16 @@ link() {
       ip netns exec "$ns" nft delete table inet asteria_loss 2>/dev/null || true
       ip netns exec "$ns" nft -f - <<EOF
 table inet asteria_loss {
-  chain out { type filter hook output priority 0; oifname "lo" accept; numgen random mod 100 < $pct drop; }
+  chain out { type filter hook output priority 0; oifname "lo" accept; numgen random mod 100 < $pct counter drop; }
 }
 EOF
       ;;
     clear) ip netns exec "$ns" nft delete table inet asteria_loss 2>/dev/null || true ;;
-    *) die "link HOST down|up|loss PCT|clear" ;;
+    dropped)
+      { ip netns exec "$ns" nft list table inet asteria_loss 2>/dev/null || true; } |
+        grep -oE 'counter packets [0-9]+' | awk '{n += $3} END {print n + 0}'
+      ;;
+    *) die "link HOST down|up|loss PCT|clear|dropped" ;;
   esac
 }
 

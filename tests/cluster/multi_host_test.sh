@@ -11,8 +11,11 @@
 #   4. one host's link down mid-run: every rank ends within distributed.timeout_s + 30 s, the
 #      message naming the collective and the hosts of its ranks, and mpirun once TCP gives up on
 #      the unreachable host (within timeout_s + 60 s);
-#   5. 30 % of one host's packets lost: the run completes with the same losses, and the stall
-#      shows in comm_wait_s.
+#   5. 30 % of one host's packets lost (nftables counts the drops, so the test knows the loss was
+#      in the way): the run completes with the same losses. The stall it causes, comm_wait_s
+#      against a clean run's, is printed, not asserted: it is a timing, and how long TCP takes to
+#      resend what the output hook dropped varies with the machine's load (CI once saw no
+#      difference over 6 steps, where this machine saw 7.0 s against 0.4 s).
 # Needs root (network namespaces); exits 77 (skipped) without.
 #   tests/cluster/multi_host_test.sh BUILD_BIN_DIR
 set -euo pipefail
@@ -151,10 +154,10 @@ LOSSY=(--set train.steps=6 --set distributed.fsdp=hybrid --set checkpoint.enable
 on_hosts "$WORK/clean" "$WORK/clean.log" "${LOSSY[@]}" || fail "clean run: $(tail -5 "$WORK/clean.log")"
 "$CLUSTER" link node2 loss 30
 on_hosts "$WORK/lossy" "$WORK/lossy.log" "${LOSSY[@]}" || fail "the run with 30 % loss failed: $(tail -8 "$WORK/lossy.log")"
+dropped=$("$CLUSTER" link node2 dropped)
 "$CLUSTER" link node2 clear
+((dropped > 0)) || fail "30 % loss: no packet of node2's was dropped during the run (the loss was not in the way)"
 [[ $(losses "$WORK/lossy") == "$(losses "$WORK/clean")" ]] || fail "30 % loss changed the losses"
 clean_wait=$(sum_of "$WORK/clean" comm_wait_s) lossy_wait=$(sum_of "$WORK/lossy" comm_wait_s)
-/usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) > float(sys.argv[1]) else 1)" "$clean_wait" "$lossy_wait" ||
-  fail "30 % loss: comm_wait_s $lossy_wait s, not above the clean run's $clean_wait s"
-say "5. 30 % loss on node2: completed with the same losses; comm_wait_s $lossy_wait s vs $clean_wait s clean ($((SECONDS - T0)) s)"
+say "5. 30 % loss on node2: $dropped packets dropped, the run completed with the same losses; comm_wait_s $lossy_wait s vs $clean_wait s clean ($((SECONDS - T0)) s)"
 say "passed ($((SECONDS - T0)) s)"
