@@ -2,7 +2,8 @@
 # A/B step time of two asteria-train binaries (a change's before and after) on the shipped
 # bench-small configs, in interleaved rounds so that the machine's drift hits both alike:
 # AdamW (native) and SOAP (asteria mode), STEPS steps each, eval off, the first SKIP steps
-# dropped; per binary and config the median step time over all rounds' steps, and after/before.
+# dropped; per binary and config the median and mean step time over all rounds' steps, after/before,
+# and SOAP's mean step against AdamW's for each binary.
 #   bench/ab_speed.sh BEFORE_BIN AFTER_BIN [ROUNDS] [STEPS]      defaults: 3 rounds, 30 steps
 # Raw runs under runs/bench/ab-speed/ (gitignored); the table on stdout and in OUT/summary.txt
 # (OUT: ASTERIA_BENCH_OUT, default bench/results/ab-speed).
@@ -36,8 +37,10 @@ done
 /usr/bin/python3 - "$RAW" "$ROUNDS" "$SKIP" <<'PY' | tee "$OUT/summary.txt"
 import json, statistics, sys
 raw, rounds, skip = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-print(f"bench/ab_speed.sh: {rounds} interleaved rounds, median step time after {skip} steps")
-print(f"{'config':8s} {'before s':>9s} {'after s':>9s} {'after/before':>13s}")
+print(f"bench/ab_speed.sh: {rounds} interleaved rounds; step time after {skip} steps, median and mean "
+      "(the mean counts the steps that wait on a refresh)")
+print(f"{'config':8s} {'before s':>9s} {'after s':>9s} {'after/before':>13s} {'mean before':>12s} {'mean after':>11s} {'after/before':>13s}")
+mean = {}
 for cfg in ("adamw", "soap"):
     med = {}
     for which in ("before", "after"):
@@ -45,6 +48,9 @@ for cfg in ("adamw", "soap"):
         for r in range(1, rounds + 1):
             rows = [json.loads(l) for l in open(f"{raw}/{cfg}-{which}-r{r}/metrics.jsonl") if l.strip()]
             times += [x["step_time_s"] for x in rows if x["step"] > skip]
-        med[which] = statistics.median(times)
-    print(f"{cfg:8s} {med['before']:9.3f} {med['after']:9.3f} {med['after'] / med['before']:13.3f}")
+        med[which], mean[cfg, which] = statistics.median(times), statistics.mean(times)
+    print(f"{cfg:8s} {med['before']:9.3f} {med['after']:9.3f} {med['after'] / med['before']:13.3f} "
+          f"{mean[cfg, 'before']:12.3f} {mean[cfg, 'after']:11.3f} {mean[cfg, 'after'] / mean[cfg, 'before']:13.3f}")
+print(f"SOAP / AdamW mean step: before {mean['soap', 'before'] / mean['adamw', 'before']:.2f}, "
+      f"after {mean['soap', 'after'] / mean['adamw', 'after']:.2f}")
 PY

@@ -62,7 +62,7 @@ struct OptimConfig {
   bool precondition_embeddings = true;
   RootMethod root_method = RootMethod::Eigh;   // Shampoo
   Grafting grafting = Grafting::Adam;           // Shampoo
-  matfn::Precision refresh_dtype = matfn::Precision::Float64;  // precision of roots / eigenbases
+  matfn::Precision refresh_dtype = matfn::Precision::Float64;  // roots / eigenbases (SOAP, KL: float32)
   double kl_init_factor = 0.1;        // KL-Shampoo: initial eigenvalue estimate
   double kl_max_clamp = 4000;         // KL-Shampoo: cap of inverse-sqrt eigenvalue estimates
   AdamW1DConfig adamw_1d;

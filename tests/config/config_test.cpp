@@ -253,9 +253,16 @@ TEST(Config, OptimizerNameSetsItsDefaults) {
 }
 
 TEST(Config, RefreshDtypeIsFloat64OrFloat32) {
-  // Default float64 (every existing result); float32 reaches the preconditioners.
-  Config def = load_config_text("optim:\n  name: soap\n", "f.yaml");
-  EXPECT_EQ(def.optim.refresh_dtype, matfn::Precision::Float64);
+  // Default float32 for the eigenbases of SOAP and KL-Shampoo (as the SOAP authors compute them),
+  // float64 for Shampoo's inverse roots; either reaches the preconditioners.
+  for (const char* name : {"soap", "kl_shampoo"}) {
+    Config def = load_config_text(std::string("optim:\n  name: ") + name + "\n", "f.yaml");
+    EXPECT_EQ(def.optim.refresh_dtype, matfn::Precision::Float32) << name;
+    EXPECT_EQ(second_order_params(def.optim).precond.refresh_dtype, matfn::Precision::Float32) << name;
+  }
+  Config f64 = load_config_text("optim:\n  name: soap\n  refresh_dtype: float64\n", "f.yaml");
+  EXPECT_EQ(second_order_params(f64.optim).precond.refresh_dtype, matfn::Precision::Float64);
+  Config def = load_config_text("optim:\n  name: shampoo\n", "f.yaml");
   EXPECT_EQ(second_order_params(def.optim).precond.refresh_dtype, matfn::Precision::Float64);
   Config f32 = load_config_text("optim:\n  name: shampoo\n  refresh_dtype: float32\n", "f.yaml");
   EXPECT_EQ(f32.optim.refresh_dtype, matfn::Precision::Float32);

@@ -54,14 +54,21 @@ TEST(BlasKernels, TheLibrarysChoiceIsKeptWhereItIsRightOrSomeoneChose) {
   EXPECT_FALSE(choose_blas_kernels(cpu("intel", true, false, false), "Haswell", nullptr, true).switch_core);
   EXPECT_FALSE(choose_blas_kernels(xeon, "Cooperlake", nullptr, true).switch_core);
   EXPECT_FALSE(choose_blas_kernels(xeon, "SapphireRapids", nullptr, true).switch_core);
-  // OPENBLAS_CORETYPE set by the user or the system, even to Prescott or to nothing: never overridden.
+  // OPENBLAS_CORETYPE set by the user or the system, even to Prescott or to nothing: never
+  // overridden, and where the set in use is a lesser one the better set is named.
   for (const char* env : {"Prescott", "", "Haswell"}) {
     const BlasChoice b = choose_blas_kernels(xeon, "Prescott", env, true);
     EXPECT_FALSE(b.switch_core);
     EXPECT_NE(b.reason.find("OPENBLAS_CORETYPE is set"), std::string::npos) << b.reason;
+    EXPECT_EQ(b.better_unused, "Cooperlake");
   }
+  EXPECT_EQ(choose_blas_kernels(zen, "Haswell", "Haswell", true).better_unused, "");   // as good as Zen's
+  EXPECT_EQ(choose_blas_kernels(xeon, "Cooperlake", "Cooperlake", true).better_unused, "");
   // runtime.blas as-is.
-  EXPECT_FALSE(choose_blas_kernels(xeon, "Prescott", nullptr, false).switch_core);
+  const BlasChoice as_is = choose_blas_kernels(xeon, "Prescott", nullptr, false);
+  EXPECT_FALSE(as_is.switch_core);
+  EXPECT_EQ(as_is.better_unused, "Cooperlake");
+  EXPECT_EQ(choose_blas_kernels(xeon, "Neoversev1", nullptr, false).better_unused, "");   // unknown: no claim
   // A set this check does not know, and a CPU without AVX2 or of another vendor.
   EXPECT_FALSE(choose_blas_kernels(xeon, "Neoversev1", nullptr, true).switch_core);
   EXPECT_FALSE(choose_blas_kernels(cpu("intel", false, false, false), "Prescott", nullptr, true).switch_core);

@@ -280,10 +280,13 @@ BlasChoice choose_blas_kernels(const CpuFeatures& cpu, const std::string& chosen
                                bool enabled) {
   BlasChoice c;
   const std::string best = best_blas_core(cpu);
-  if (!enabled) return c.reason = "runtime.blas as-is", c;
-  if (coretype_env) return c.reason = "OPENBLAS_CORETYPE is set ('" + std::string(coretype_env) + "')", c;
-  if (best.empty()) return c.reason = "no better kernel set for this CPU", c;
   const int have = blas_core_rank(chosen), want = blas_core_rank(best);
+  if (!enabled || coretype_env) {
+    c.reason = !enabled ? "runtime.blas as-is" : "OPENBLAS_CORETYPE is set ('" + std::string(coretype_env) + "')";
+    if (have > 0 && have < want) c.better_unused = best;
+    return c;
+  }
+  if (best.empty()) return c.reason = "no better kernel set for this CPU", c;
   if (have == 0) return c.reason = "OpenBLAS chose '" + chosen + "', a set this check does not know", c;
   if (have >= want) return c.reason = "OpenBLAS chose " + chosen + ", right for this CPU", c;
   c.switch_core = true;
@@ -311,6 +314,10 @@ std::string ensure_blas_kernels(char** argv, bool enabled) {
   const CpuFeatures cpu = detect_cpu();
   const std::string chosen = chosen_core();
   const BlasChoice choice = choose_blas_kernels(cpu, chosen, std::getenv("OPENBLAS_CORETYPE"), enabled);
+  if (!choice.better_unused.empty())
+    return first_rank() ? "asteria: BLAS kernels: " + choice.reason + ": keeping " + chosen + ", though this CPU " +
+                              describe(cpu) + " supports the faster " + choice.better_unused + " kernels"
+                        : "";
   if (!choice.switch_core) return "";
   const std::string key = cache_key(cpu, choice.core);
   std::string verdict = cached_verdict(key);

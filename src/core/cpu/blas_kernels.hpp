@@ -20,7 +20,8 @@
 //        asteria/blas-kernels), so the check runs once per machine;
 //     4. re-executes the process (/proc/self/exe, the same arguments and environment plus
 //        OPENBLAS_CORETYPE), once: the new process sees the variable set and keeps its kernels.
-//   Returns the startup line to print (what happened), or "" when the kernels were kept. Under
+//   Returns the startup line to print (what happened, or that the kernels in use were kept
+//   although the CPU supports better ones), or "" when they were kept and are right. Under
 //   mpirun and srun every rank does this for itself before MPI starts (exec keeps the pid); the
 //   first rank prints the line.
 // Test hooks: ASTERIA_BLAS_TEST_CHOSEN=<set> stands for the library's choice (to run the switch
@@ -57,6 +58,9 @@ struct BlasChoice {
   bool switch_core = false;
   std::string core;     // the set to switch to
   std::string reason;   // why (for the startup line, or why not)
+  // Not switching although the CPU supports a better set than the one in use (OPENBLAS_CORETYPE
+  // set, or runtime.blas as-is): that set, which the startup line names; else "".
+  std::string better_unused;
 };
 // Pure: what to do. chosen: openblas_get_corename(); coretype_env: OPENBLAS_CORETYPE, null when
 // unset (set, even empty, means chosen by someone); enabled: runtime.blas auto.
