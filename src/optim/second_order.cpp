@@ -142,6 +142,13 @@ void SecondOrderOptimizer::restore_counters(const std::vector<OptimizerCounters>
     }
 }
 
+double SecondOrderOptimizer::step_matmul_flops() const {
+  double flops = 0;
+  for (const auto& layer : blocks_)
+    for (const MatrixBlock& b : layer) flops += asteria::step_matmul_flops(p_.algorithm, b.rows, b.cols);
+  return flops;
+}
+
 void SecondOrderOptimizer::step_part(int layer, BlockRange blocks, float* params, const float* grads,
                                      float grad_scale, double lr, int64_t step) {
   UpdateCompensation* comp = comp_.enabled() ? &comp_ : nullptr;

@@ -78,6 +78,9 @@ class SecondOrderOptimizer final : public Optimizer {
   int whole_block(int layer, int block) const { return whole_index_.empty() ? block : whole_index_[layer][block]; }
   int own_block(int layer, int whole) const;
   OptimizerKind algorithm() const { return p_.algorithm; }
+  // The matrix-multiply FLOPs of a step of this optimizer's blocks outside their refreshes (the
+  // sum of step_matmul_flops over them: a sharded rank's share; run_info.json).
+  double step_matmul_flops() const;
   // Where refreshes run (default: inline). The policy must outlive the optimizer's use.
   void set_refresh_policy(RefreshPolicy* policy) { policy_ = policy ? policy : &inline_; }
 

@@ -408,13 +408,9 @@ struct Trainer::Impl {
                            {"blas", blas_report()},
                            {"tokens_per_step", r.tokens_per_step},
                            {"ranks", world}};
-    if (const auto* so = dynamic_cast<const SecondOrderOptimizer*>(optimizer.get())) {
-      // This rank's blocks (a sharded rank's share of the model's; with replicas, every block).
-      double flops = 0;
-      for (int l = 0; l < so->num_layers(); ++l)
-        for (const MatrixBlock& b : so->blocks(l)) flops += step_matmul_flops(so->algorithm(), b.rows, b.cols);
-      info["optimizer_step_matmul_flops"] = flops;
-    }
+    // This rank's blocks (a sharded rank's share of the model's; with replicas, every block).
+    if (const auto* so = dynamic_cast<const SecondOrderOptimizer*>(optimizer.get()))
+      info["optimizer_step_matmul_flops"] = so->step_matmul_flops();
     if (shadow) info["shadow_lane"] = to_string(shadow_lane(cfg));
     info["placement"] = placement_json(placement);
     write_text_durably(dir / "run_info.json", info.dump(2) + "\n");

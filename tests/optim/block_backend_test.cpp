@@ -240,8 +240,8 @@ TEST_P(DeviceCodePath, AStepsProductsAreTheFlopsStepMatmulFlopsCounts) {
   TwoPaths p(params);
   auto& [device, t, on_host, on_device, device_memory, rng, nd, w_host] = p;
   (void)on_host;
-  double expected = 0;
-  for (const MatrixBlock& b : on_device.blocks(0)) expected += step_matmul_flops(on_device.algorithm(), b.rows, b.cols);
+  ASSERT_EQ(on_device.num_layers(), 1);
+  const double expected = on_device.step_matmul_flops();
   std::vector<float> g(t.numel);
   int clean_steps = 0;
   for (int64_t step = 1; step <= 14; ++step) {
