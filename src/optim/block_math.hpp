@@ -1,5 +1,6 @@
 #pragma once
 // Small dense helpers of the block preconditioners (fp32 state, row-major, contiguous).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -17,12 +18,20 @@ inline void mul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
 // Factor statistics of G (m x n): L = beta L + scale G G^T and R = beta R + scale G^T G.
 // SYRK computes one triangle (half the flops of a GEMM; measured 0.6x its time at n = 1024
 // with the mirroring) and the other is mirrored, since the refreshes read L and R whole.
+// The mirror goes in 8 x 8 tiles: row by row it reads the upper triangle a column at a time, a
+// 4 KiB stride at n = 1024 (1.5 ms there, 0.24 ms in tiles: a third of the SYRK's time before).
+inline void mirror_upper(float* S, int64_t order) {
+  constexpr int64_t kTile = 8;
+  for (int64_t i0 = 0; i0 < order; i0 += kTile)
+    for (int64_t j0 = 0; j0 <= i0; j0 += kTile)
+      for (int64_t i = i0; i < std::min(i0 + kTile, order); ++i)
+        for (int64_t j = j0; j < std::min(j0 + kTile, i); ++j) S[i * order + j] = S[j * order + i];
+}
 inline void sym_rank_k(bool trans, int64_t order, int64_t k, const float* G, float beta, float scale, float* S) {
   const int n = static_cast<int>(order);
   cblas_ssyrk(CblasRowMajor, CblasUpper, trans ? CblasTrans : CblasNoTrans, n, static_cast<int>(k), scale, G,
               trans ? n : static_cast<int>(k), beta, S, n);
-  for (int64_t i = 1; i < order; ++i)
-    for (int64_t j = 0; j < i; ++j) S[i * order + j] = S[j * order + i];
+  mirror_upper(S, order);
 }
 inline void accumulate_left(const float* G, int64_t m, int64_t n, float beta, float scale, float* L) {
   sym_rank_k(false, m, n, G, beta, scale, L);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "optim/block_math.hpp"
+#include "optim/run_beside.hpp"
 #include "optim/thread_scratch.hpp"
 
 namespace asteria {
@@ -70,8 +71,11 @@ void KLShampooBlock::update(const float* G) {
   be.scale_columns(B, dR, m, n);
   be.scale_rows(C, dL, m, n);
   const float b = static_cast<float>(p_.shampoo_beta);
-  be.accumulate_left(B, m, n, b, static_cast<float>((1.0 - p_.shampoo_beta) / static_cast<double>(n)), L_.data());
-  be.accumulate_right(C, m, n, b, static_cast<float>((1.0 - p_.shampoo_beta) / static_cast<double>(m)), R_.data());
+  const float left_scale = static_cast<float>((1.0 - p_.shampoo_beta) / static_cast<double>(n));
+  const float right_scale = static_cast<float>((1.0 - p_.shampoo_beta) / static_cast<double>(m));
+  run_beside(  // the two factors beside each other (run_beside.hpp)
+      !be.on_device(), [&] { be.accumulate_right(C, m, n, b, right_scale, R_.data()); },
+      [&] { be.accumulate_left(B, m, n, b, left_scale, L_.data()); });
   // The estimates on the host (m + n values): in place, or on copies of a device's.
   if (!be.on_device()) {
     update_estimates(ldiag_.data(), dL_.data(), m);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "optim/block_math.hpp"
+#include "optim/run_beside.hpp"
 
 namespace asteria {
 
@@ -19,11 +20,17 @@ void ShampooBlock::before_refresh(const float* G) {
   const int64_t m = rows_, n = cols_, mn = m * n;
   const float keep = static_cast<float>(p_.shampoo_beta);
   const float add = p_.shampoo_beta >= 1.0 ? 1.0f : one_minus(p_.shampoo_beta);
-  backend_.accumulate_left(G, m, n, keep, add, L_.data());
-  backend_.accumulate_right(G, m, n, keep, add, R_.data());
   const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
   const float m_add = one_minus(p_.beta1), v_add = p_.beta2 >= 1.0 ? 1.0f : one_minus(p_.beta2);
-  backend_.shampoo_moments(M_.data(), V_.data(), G, mn, b1, b2, m_add, v_add);
+  // The factors beside each other and the grafting moments (run_beside.hpp).
+  const BlockBackend& be = backend_;
+  run_beside(
+      !be.on_device(),
+      [&] {
+        be.accumulate_right(G, m, n, keep, add, R_.data());
+        be.shampoo_moments(M_.data(), V_.data(), G, mn, b1, b2, m_add, v_add);
+      },
+      [&] { be.accumulate_left(G, m, n, keep, add, L_.data()); });
 }
 
 void ShampooBlock::snapshot(RefreshJob& job) const {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "optim/block_math.hpp"
+#include "optim/run_beside.hpp"
 
 namespace asteria {
 
@@ -19,17 +20,21 @@ void SoapBlock::update(const float* G) {
   const float b1 = static_cast<float>(p_.beta1), b2 = static_cast<float>(p_.beta2);
   const float a1 = blockmath::one_minus(p_.beta1), a2 = blockmath::one_minus(p_.beta2);
   const float eps = static_cast<float>(p_.eps);
-  float* Gp = tmp2;
-  be.to_basis(QL_.data(), G, QR_.data(), m, n, tmp1, Gp);
-  be.soap_moments(M_.data(), V_.data(), Gp, mn, b1, b2, a1, a2, eps);
   const double t = static_cast<double>(t_);
   const float step_scale = static_cast<float>(std::sqrt(1.0 - std::pow(p_.beta2, t)) / (1.0 - std::pow(p_.beta1, t)));
   float* D = direction_data();
-  be.from_basis(QL_.data(), Gp, QR_.data(), m, n, tmp1, D);
-  be.scale(D, static_cast<size_t>(mn), step_scale);
   const float b = static_cast<float>(p_.shampoo_beta), a = blockmath::one_minus(p_.shampoo_beta);
-  be.accumulate_left(G, m, n, b, a, L_.data());
-  be.accumulate_right(G, m, n, b, a, R_.data());
+  // The direction here; the factor statistics (from G alone) beside it (run_beside.hpp).
+  run_beside(
+      !be.on_device(),
+      [&] {
+        float* Gp = tmp2;
+        be.to_basis(QL_.data(), G, QR_.data(), m, n, tmp1, Gp);
+        be.soap_moments(M_.data(), V_.data(), Gp, mn, b1, b2, a1, a2, eps);
+        be.from_basis(QL_.data(), Gp, QR_.data(), m, n, tmp1, D);
+        be.scale(D, static_cast<size_t>(mn), step_scale);
+      },
+      [&] { be.accumulate_left(G, m, n, b, a, L_.data()); }, [&] { be.accumulate_right(G, m, n, b, a, R_.data()); });
 }
 
 void SoapBlock::install(const RefreshJob& job) {

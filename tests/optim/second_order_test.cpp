@@ -250,6 +250,34 @@ TEST(SecondOrder, StaggeredMatchesReference) {
   omp_set_num_threads(threads);
 }
 
+// A layer's blocks are stepped in parallel and their factor statistics run as tasks that any
+// thread of the team may take (optim/run_beside.hpp): the weights after steps with refreshes are
+// the same bits on one thread as on two or more.
+TEST(SecondOrder, FactorStatisticsOnAnyThreadGiveOneThreadsBits) {
+  ParamTable t;
+  t.add("big", {96, 40}, ParamClass::Matrix);   // two 48 x 40 blocks
+  t.add("small", {12, 8}, ParamClass::Matrix);
+  ref::Hyper h{0.9, 0.95, 0.95, 1e-8};
+  h.root_eps = 1e-6;
+  h.freq = 3;
+  h.weight_decay = 0.01;
+  const int threads = omp_get_max_threads();
+  for (const char* algo : {"shampoo", "soap", "kl_shampoo"}) {
+    std::vector<float> w_at[2];
+    for (int team : {1, std::max(2, threads)}) {
+      omp_set_num_threads(team);
+      SecondOrderOptimizer opt(params_for(algo, h, 48), {t});
+      std::vector<float>& w = w_at[team == 1 ? 0 : 1];
+      w.assign(static_cast<size_t>(t.numel), 0.5f);
+      const auto grads = random_grads(8, 1, static_cast<int>(t.numel), 9);
+      for (int s = 0; s < 8; ++s) opt.step_layer(0, w.data(), grads[s].data(), 1.0f, 0.05, s + 1);
+    }
+    omp_set_num_threads(threads);
+    EXPECT_EQ(w_at[0], w_at[1]) << algo;
+    EXPECT_NE(w_at[1], std::vector<float>(w_at[1].size(), 0.5f)) << algo;
+  }
+}
+
 TEST(Soap, FirstCallLeavesWeightsUnchanged) {
   for (const char* algo : {"soap", "kl_shampoo"}) {
     ParamTable t;
