@@ -3,7 +3,7 @@
 # bench-small configs, in interleaved rounds so that the machine's drift hits both alike:
 # AdamW (native) and SOAP (asteria mode), STEPS steps each, eval off, the first SKIP steps
 # dropped; per binary and config the median and mean step time over all rounds' steps, after/before,
-# and SOAP's mean step against AdamW's for each binary.
+# SOAP's mean step against AdamW's for each binary, and each binary's mean time a step by part.
 #   bench/ab_speed.sh BEFORE_BIN AFTER_BIN [ROUNDS] [STEPS]      defaults: 3 rounds, 30 steps
 # Raw runs under runs/bench/ab-speed/ (gitignored); the table on stdout and in OUT/summary.txt
 # (OUT: ASTERIA_BENCH_OUT, default bench/results/ab-speed).
@@ -53,4 +53,16 @@ for cfg in ("adamw", "soap"):
           f"{mean[cfg, 'before']:12.3f} {mean[cfg, 'after']:11.3f} {mean[cfg, 'after'] / mean[cfg, 'before']:13.3f}")
 print(f"SOAP / AdamW mean step: before {mean['soap', 'before'] / mean['adamw', 'before']:.2f}, "
       f"after {mean['soap', 'after'] / mean['adamw', 'after']:.2f}")
+# Where the step went, per binary: a change to the optimizer shows in its own columns even when the
+# shared machine moves every run's forward and backward by more (they are the same code in both).
+parts = ("fwd_s", "bwd_s", "optim_s", "root_jobs_s", "staging_s")
+print("mean seconds a step by part (steps after the first " + str(skip) + ", all rounds)")
+print(f"{'run':14s} " + " ".join(f"{k:>12s}" for k in parts))
+for cfg in ("adamw", "soap"):
+    for which in ("before", "after"):
+        rows = []
+        for r in range(1, rounds + 1):
+            rows += [json.loads(l) for l in open(f"{raw}/{cfg}-{which}-r{r}/metrics.jsonl") if l.strip()]
+        rows = [x for x in rows if x["step"] > skip]
+        print(f"{cfg + ' ' + which:14s} " + " ".join(f"{statistics.mean(x.get(k, 0.0) for x in rows):12.4f}" for k in parts))
 PY
