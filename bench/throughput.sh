@@ -10,7 +10,8 @@
 #                    (train.warmup_steps=0: the config's 40 LR warm-up steps exceed STEPS, which
 #                    the config check refuses; the LR schedule costs nothing)
 #     torch          bench/torch_bench_small.py, best setup (tcmalloc preloaded, OpenMP OpenBLAS,
-#                    2 threads, the best in-process variant: see torch_variants.sh)
+#                    2 threads, the best in-process variant: see torch_variants.sh), on the
+#                    OpenBLAS kernels asteria runs (OPENBLAS_CORETYPE, unless already set)
 #     torch          the same without tcmalloc (reference)
 #     bench_sgemm    OpenBLAS sgemm at the model's GEMM shapes, FLOP-weighted step rate
 # with the order reversed every other round, and (d) prints and writes
@@ -83,6 +84,21 @@ if [ ! -s "$TOKENS" ]; then
   $PY -c "import numpy as np; np.random.default_rng(0).integers(0, 4096, size=4_000_000, dtype=np.uint16).tofile('$TOKENS')"
 fi
 
+# (b2) the same kernels for torch: asteria (runtime.blas auto) may re-exec itself with the CPU's
+# best OpenBLAS kernel set where the library fell back to a generic one (docs/blas-kernels.md);
+# torch loads the same library and would keep the fallback. Unless OPENBLAS_CORETYPE is set (then
+# every process keeps it), torch runs with OPENBLAS_CORETYPE set to the set asteria runs, so the
+# ratio compares like with like; each side's kernels are recorded.
+TORCH_CORETYPE=${OPENBLAS_CORETYPE-}
+ASTERIA_KERNELS=unknown
+if [ "$ASTERIA_STATUS" = ok ]; then
+  ASTERIA_KERNELS=$("$BUILD/bin/asteria-train" --config configs/bench-small-adamw.yaml --set data.train="$ROOT/$TOKENS" \
+    --set data.eval= --dry-run 2>/dev/null | sed -n 's/^kernels: *OpenBLAS \([A-Za-z0-9_]*\).*/\1/p' | head -1)
+  [ -n "$ASTERIA_KERNELS" ] || ASTERIA_KERNELS=unknown
+  if [ -z "${OPENBLAS_CORETYPE+set}" ] && [ "$ASTERIA_KERNELS" != unknown ]; then TORCH_CORETYPE=$ASTERIA_KERNELS; fi
+fi
+log "kernels: asteria $ASTERIA_KERNELS; torch ${TORCH_CORETYPE:-its library choice} (OPENBLAS_CORETYPE ${OPENBLAS_CORETYPE-unset})"
+
 # timed NAME ROUND CMD...: runs CMD under /usr/bin/time and records its wall and CPU seconds, so
 # the summary can tell how much of the 2 cores each run got (others share this machine).
 timed() {
@@ -112,7 +128,9 @@ run_torch() {  # round, malloc (tcmalloc|system)
   local pre=""
   [ "$2" = tcmalloc ] && pre=$TCMALLOC
   log "round $1: torch, $2 malloc ($TORCH_STEPS steps)"
-  LD_PRELOAD=$pre LD_LIBRARY_PATH=$BLAS_OPENMP timed "torch-$2" "$1" $PY bench/torch_bench_small.py --threads "$TORCH_THREADS" \
+  local coretype=()
+  [ -n "$TORCH_CORETYPE" ] && coretype=(env OPENBLAS_CORETYPE="$TORCH_CORETYPE")
+  LD_PRELOAD=$pre LD_LIBRARY_PATH=$BLAS_OPENMP timed "torch-$2" "$1" "${coretype[@]}" $PY bench/torch_bench_small.py --threads "$TORCH_THREADS" \
     --steps "$TORCH_STEPS" --warmup 3 --tag "round=$1 malloc=$2" >> "$RAW" 2> "$WORK/torch-r$1-$2.err" \
     || { log "torch failed"; cat "$WORK/torch-r$1-$2.err" >&2; exit 1; }
 }
@@ -136,7 +154,7 @@ LOAD_END=$(cat /proc/loadavg)
 T_END=$(date +%s)
 
 # (d) summary
-ASTERIA_STATUS=$ASTERIA_STATUS LOAD_START=$LOAD_START LOAD_END=$LOAD_END \
+ASTERIA_STATUS=$ASTERIA_STATUS LOAD_START=$LOAD_START LOAD_END=$LOAD_END TORCH_CORETYPE=$TORCH_CORETYPE \
 WALL=$((T_END - T_START)) STEPS=$STEPS ROUNDS=$ROUNDS \
 $PY - "$RAW" "$OUT" <<'EOF'
 import json, os, statistics, sys, platform
@@ -194,6 +212,7 @@ if a_rounds:
         asteria["threads"] = a_info.get("threads")
         asteria["params_reported"] = a_info.get("params")
         asteria["flops_per_token_reported"] = a_info.get("flops_per_token")
+        asteria["openblas_corename"] = (a_info.get("blas") or {}).get("openblas_corename")
 res["asteria"] = asteria
 
 # torch
@@ -218,6 +237,11 @@ res["torch_best"] = torch_summary("tcmalloc")
 res["torch_best"]["setup"] = "tcmalloc LD_PRELOAD, OpenMP OpenBLAS, %d threads, %s" % (
     res["torch_best"]["threads"], res["torch_best"]["variant"])
 res["torch_system_malloc"] = torch_summary("system")
+# Which kernels each side ran (throughput.sh gives torch asteria's set unless OPENBLAS_CORETYPE is set).
+torch_cores = sorted({x.get("openblas_corename") or "?" for x in recs if x["bench"] == "torch"})
+res["kernels"] = {"asteria": asteria.get("openblas_corename"), "torch": torch_cores,
+                  "torch_OPENBLAS_CORETYPE": os.environ.get("TORCH_CORETYPE") or "(unset: the library's choice)",
+                  "bench_sgemm": sorted({x["openblas_corename"] for x in recs if x["bench"] == "sgemm"})}
 
 # sgemm
 sg = [x for x in recs if x["bench"] == "sgemm"]
@@ -271,6 +295,9 @@ with open(out_path, "w") as f:
 p = lambda k, v: print(f"  {k:34s} {v}")
 print("throughput: bench-small + AdamW, B 8 x T 256 = 2048 tokens/step")
 p("OPENBLAS_CORETYPE", res["OPENBLAS_CORETYPE"]); p("OPENBLAS_L2_SIZE", res["OPENBLAS_L2_SIZE"])
+k = res["kernels"]
+p("kernels", f"asteria {k['asteria']}, torch {', '.join(k['torch'])} (its OPENBLAS_CORETYPE: "
+  f"{k['torch_OPENBLAS_CORETYPE']}), bench_sgemm {', '.join(k['bench_sgemm'])}")
 p("threads", h["threads"]); p("load average start / end", f"{res['loadavg_start']} / {res['loadavg_end']}")
 p("params", params); p("FLOPs per token", f"{flops_per_token} = {res['flop_formula']}")
 if "asteria_tokens_per_s" in h:

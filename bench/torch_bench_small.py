@@ -23,6 +23,7 @@ Environment (tcmalloc via LD_PRELOAD, which OpenBLAS build via LD_LIBRARY_PATH) 
 driver's business (bench/throughput.sh); the JSON says what was actually loaded.
 """
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -178,6 +179,19 @@ def loaded_libraries():
     return sorted(libs)
 
 
+def openblas_corename():
+    """The kernel set the OpenBLAS loaded into this process runs (None if none is loaded)."""
+    for lib in loaded_libraries():
+        if "openblas" in lib:
+            try:
+                get = ctypes.CDLL(lib).openblas_get_corename
+            except (OSError, AttributeError):
+                continue
+            get.restype = ctypes.c_char_p
+            return get().decode()
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
@@ -208,7 +222,8 @@ def main():
             "params": n_params, "tokens_per_step": B * T,
             "torch": torch.__version__, "threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
-            "libraries": blas, "LD_PRELOAD": os.environ.get("LD_PRELOAD", ""),
+            "libraries": blas, "openblas_corename": openblas_corename(),
+            "LD_PRELOAD": os.environ.get("LD_PRELOAD", ""),
             "LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", ""),
             "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
             "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE", "(unset)"),
