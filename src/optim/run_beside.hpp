@@ -4,8 +4,8 @@
 //
 // Why: the second-order optimizer steps a layer's blocks in parallel, one block per thread
 // (second_order.cpp), and a layer's blocks differ in size (bench-small's: one 256 x 256, one
-// 768 x 256 and three 1024 x 256 per layer), so a thread done with its blocks waited at the
-// loop's end for a third of the layer's step. The factor statistics (L += G G^T, R += G^T G)
+// 768 x 256 and three 1024 x 256 per layer), so on two threads one done with its blocks waited at
+// the loop's end for a quarter of the layer's step. The factor statistics (L += G G^T, R += G^T G)
 // read only G and write only their factor: as tasks, a thread waiting at the loop's barrier takes
 // them. Each piece runs on one thread wherever it runs (BLAS inside a parallel region is
 // single-threaded), so the bits are the same as calling them in turn.
