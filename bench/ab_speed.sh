@@ -40,14 +40,19 @@ raw, rounds, skip = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 print(f"bench/ab_speed.sh: {rounds} interleaved rounds; step time after {skip} steps, median and mean "
       "(the mean counts the steps that wait on a refresh)")
 print(f"{'config':8s} {'before s':>9s} {'after s':>9s} {'after/before':>13s} {'mean before':>12s} {'mean after':>11s} {'after/before':>13s}")
+# Each binary's and config's steps after the first `skip`, over all rounds.
+steps = {}
+for cfg in ("adamw", "soap"):
+    for which in ("before", "after"):
+        steps[cfg, which] = []
+        for r in range(1, rounds + 1):
+            rows = [json.loads(l) for l in open(f"{raw}/{cfg}-{which}-r{r}/metrics.jsonl") if l.strip()]
+            steps[cfg, which] += [x for x in rows if x["step"] > skip]
 mean = {}
 for cfg in ("adamw", "soap"):
     med = {}
     for which in ("before", "after"):
-        times = []
-        for r in range(1, rounds + 1):
-            rows = [json.loads(l) for l in open(f"{raw}/{cfg}-{which}-r{r}/metrics.jsonl") if l.strip()]
-            times += [x["step_time_s"] for x in rows if x["step"] > skip]
+        times = [x["step_time_s"] for x in steps[cfg, which]]
         med[which], mean[cfg, which] = statistics.median(times), statistics.mean(times)
     print(f"{cfg:8s} {med['before']:9.3f} {med['after']:9.3f} {med['after'] / med['before']:13.3f} "
           f"{mean[cfg, 'before']:12.3f} {mean[cfg, 'after']:11.3f} {mean[cfg, 'after'] / mean[cfg, 'before']:13.3f}")
@@ -60,9 +65,6 @@ print("mean seconds a step by part (steps after the first " + str(skip) + ", all
 print(f"{'run':14s} " + " ".join(f"{k:>12s}" for k in parts))
 for cfg in ("adamw", "soap"):
     for which in ("before", "after"):
-        rows = []
-        for r in range(1, rounds + 1):
-            rows += [json.loads(l) for l in open(f"{raw}/{cfg}-{which}-r{r}/metrics.jsonl") if l.strip()]
-        rows = [x for x in rows if x["step"] > skip]
+        rows = steps[cfg, which]
         print(f"{cfg + ' ' + which:14s} " + " ".join(f"{statistics.mean(x.get(k, 0.0) for x in rows):12.4f}" for k in parts))
 PY

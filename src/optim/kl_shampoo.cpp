@@ -74,7 +74,7 @@ void KLShampooBlock::update(const float* G) {
   const float left_scale = static_cast<float>((1.0 - p_.shampoo_beta) / static_cast<double>(n));
   const float right_scale = static_cast<float>((1.0 - p_.shampoo_beta) / static_cast<double>(m));
   run_beside(  // the two factors beside each other (run_beside.hpp)
-      !be.on_device(), [&] { be.accumulate_right(C, m, n, b, right_scale, R_.data()); },
+      be, [&] { be.accumulate_right(C, m, n, b, right_scale, R_.data()); },
       [&] { be.accumulate_left(B, m, n, b, left_scale, L_.data()); });
   // The estimates on the host (m + n values): in place, or on copies of a device's.
   if (!be.on_device()) {

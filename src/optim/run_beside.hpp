@@ -1,5 +1,5 @@
 #pragma once
-// Work of a block step that other threads may take: run_beside(host, main, aside...) runs each
+// Work of a block step that other threads may take: run_beside(backend, main, aside...) runs each
 // `aside` as an OpenMP task and `main` on the calling thread, and returns when all are done.
 //
 // Why: the second-order optimizer steps a layer's blocks in parallel, one block per thread
@@ -10,16 +10,18 @@
 // them. Each piece runs on one thread wherever it runs (BLAS inside a parallel region is
 // single-threaded), so the bits are the same as calling them in turn.
 //
-// Contract: the pieces touch disjoint memory, use no per-thread scratch, and do not throw. With
-// host = false (a device backend: its work goes to the calling thread's stream) they run in
-// turn on the calling thread, main first.
+// Contract: the pieces touch disjoint memory, use no per-thread scratch, and do not throw. On a
+// device backend (its work goes to the calling thread's stream) they run in turn on the calling
+// thread, main first.
 #include <omp.h>
+
+#include "optim/block_backend.hpp"
 
 namespace asteria {
 
 template <class Main, class... Aside>
-void run_beside(bool host, Main&& main, Aside&&... aside) {
-  if (!host || !omp_in_parallel()) {   // no team to share with: in turn, as before
+void run_beside(const BlockBackend& backend, Main&& main, Aside&&... aside) {
+  if (backend.on_device() || !omp_in_parallel()) {   // no team to share with: in turn, as before
     main();
     (aside(), ...);
     return;

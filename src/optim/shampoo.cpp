@@ -25,7 +25,7 @@ void ShampooBlock::before_refresh(const float* G) {
   // The factors beside each other and the grafting moments (run_beside.hpp).
   const BlockBackend& be = backend_;
   run_beside(
-      !be.on_device(),
+      be,
       [&] {
         be.accumulate_right(G, m, n, keep, add, R_.data());
         be.shampoo_moments(M_.data(), V_.data(), G, mn, b1, b2, m_add, v_add);

@@ -26,7 +26,7 @@ void SoapBlock::update(const float* G) {
   const float b = static_cast<float>(p_.shampoo_beta), a = blockmath::one_minus(p_.shampoo_beta);
   // The direction here; the factor statistics (from G alone) beside it (run_beside.hpp).
   run_beside(
-      !be.on_device(),
+      be,
       [&] {
         float* Gp = tmp2;
         be.to_basis(QL_.data(), G, QR_.data(), m, n, tmp1, Gp);
