@@ -12,8 +12,8 @@
 namespace asteria {
 
 RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCosts& costs, ShadowDelay delay,
-                                   int threads)
-    : schedule_(schedule), delay_(delay), threads_(threads) {
+                                   int threads, bool two_batches)
+    : schedule_(schedule), delay_(delay), threads_(threads), two_batches_(two_batches) {
   ASTERIA_ASSERT(delay.delay >= 1 && threads >= 1);
   const int64_t F = schedule.frequency();
   for (int l = 0; l < static_cast<int>(costs.size()); ++l) {
@@ -35,8 +35,26 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
   if (refreshes_.empty()) return;   // no blocks here (a sharded rank may own none)
   scale_ = 1.0 / refreshes_.front().total;
   const int64_t lags = std::min(delay.delay, F);
-  place_greedily(lags);
-  improve_by_single_moves(lags);
+  for (size_t i = 0; i < refreshes_.size(); ++i) {
+    std::set<size_t> touched;
+    attach(i, touched);
+  }
+  // Two local searches, the greedy start's ties going to the smaller lag or to the larger one
+  // (which pairs refreshes at lags >= 1 where a lag-0 task would run alone in its batch); the
+  // better one is kept.
+  std::vector<std::vector<int64_t>> first;
+  double first_j = 0;
+  for (bool later_on_ties : {false, true}) {
+    place_greedily(lags, later_on_ties);
+    improve_by_single_moves(lags);
+    if (!later_on_ties) {
+      first_j = objective();
+      for (const Refresh& r : refreshes_) first.push_back(r.lag);
+      for (size_t i = 0; i < refreshes_.size(); ++i) set_lags(i, std::vector<int64_t>(refreshes_[i].lag.size(), 0));
+    }
+  }
+  if (first_j < objective())
+    for (size_t i = 0; i < refreshes_.size(); ++i) set_lags(i, first[i]);
 }
 
 std::set<size_t> RootJobPlacement::detach(size_t i) {
@@ -73,15 +91,16 @@ double RootJobPlacement::set_lags(size_t i, const std::vector<int64_t>& lags) {
   return objective();
 }
 
-// Every refresh starts at lag 0 with its parts' costs held back; largest refresh first, its parts
-// in order, each part gets its cost back and the lag (no smaller than the previous part's; the
-// parts after it follow) that raises the objective least, ties: the smaller lag.
-void RootJobPlacement::place_greedily(int64_t lags) {
+// Every refresh starts at lag 0 (where it is already) with its parts' costs held back; largest
+// refresh first, its parts in order, each part gets its cost back and the lag (no smaller than the
+// previous part's; the parts after it follow) that raises the objective least, ties: the smaller
+// lag, or the larger one.
+void RootJobPlacement::place_greedily(int64_t lags, bool later_on_ties) {
   std::vector<std::vector<double>> held(refreshes_.size());
   for (size_t i = 0; i < refreshes_.size(); ++i) {
+    std::set<size_t> touched = detach(i);
     held[i].swap(refreshes_[i].cost);
     refreshes_[i].cost.assign(held[i].size(), 0.0);
-    std::set<size_t> touched;
     attach(i, touched);
   }
   for (size_t i = 0; i < refreshes_.size(); ++i) {
@@ -94,7 +113,7 @@ void RootJobPlacement::place_greedily(int64_t lags) {
         std::vector<int64_t> candidate = r.lag;
         std::fill(candidate.begin() + static_cast<int64_t>(k), candidate.end(), lag);
         const double j = set_lags(i, candidate);
-        if (best.empty() || j < best_j) best = candidate, best_j = j;
+        if (best.empty() || j < best_j || (later_on_ties && j <= best_j)) best = candidate, best_j = j;
       }
       set_lags(i, best);
     }
@@ -138,19 +157,27 @@ size_t RootJobPlacement::residue(const Refresh& r, int64_t lag) const {
   return static_cast<size_t>((r.first + lag) % schedule_.frequency());
 }
 
+// The step's batches, one after the other (with two: the parts of refreshes opened earlier,
+// then those opened at this step); each takes as long as its busiest thread. (A refresh's parts
+// at one residue share one lag: lags are below F.)
 double RootJobPlacement::batch_time(size_t res) const {
-  tasks_.clear();
-  for (size_t i : members_[res]) {
-    double c = 0;
-    const Refresh& r = refreshes_[i];
-    for (size_t k = 0; k < r.cost.size(); ++k)
-      if (residue(r, r.lag[k]) == res) c += r.cost[k];
-    tasks_.push_back(c);
+  double total = 0;
+  for (int batch = 0; batch < (two_batches_ ? 2 : 1); ++batch) {
+    tasks_.clear();
+    for (size_t i : members_[res]) {
+      double c = 0;
+      const Refresh& r = refreshes_[i];
+      for (size_t k = 0; k < r.cost.size(); ++k)
+        if (residue(r, r.lag[k]) == res && (!two_batches_ || (r.lag[k] == 0) == (batch == 1))) c += r.cost[k];
+      if (c > 0) tasks_.push_back(c);
+    }
+    if (tasks_.empty()) continue;
+    std::sort(tasks_.begin(), tasks_.end(), std::greater<>());
+    busy_.assign(static_cast<size_t>(threads_), 0.0);
+    for (double c : tasks_) *std::min_element(busy_.begin(), busy_.end()) += c;
+    total += *std::max_element(busy_.begin(), busy_.end());
   }
-  std::sort(tasks_.begin(), tasks_.end(), std::greater<>());
-  busy_.assign(static_cast<size_t>(threads_), 0.0);
-  for (double c : tasks_) *std::min_element(busy_.begin(), busy_.end()) += c;
-  return *std::max_element(busy_.begin(), busy_.end());
+  return total;
 }
 
 int64_t RootJobPlacement::lag(int layer, int block, int part) const {

@@ -1,6 +1,6 @@
 #pragma once
 // Where root jobs run when the shadow pipeline has no cores of its own (runtime.shadow.lane
-// compute): on the compute lane's threads, in one parallel batch at the end of a step. A refresh
+// compute): on the compute lane's threads, in parallel batches (below). A refresh
 // is computed in parts (BlockPreconditioner::compute_refresh_part: a QR refresh's power step,
 // geqrf and orgqr; an inverse root's eigendecomposition and product); a part's result depends
 // only on the snapshot and the parts before it, and a single-threaded LAPACK call rounds the same
@@ -9,8 +9,12 @@
 //
 // A refresh opened at step t publishes at t + D, so each of its parts may run at the end of any
 // step t + lag, 0 <= lag <= D - 1, in order (lags non-decreasing). The parts a step runs of one
-// refresh form one task (run in order on one thread); a step's batch takes as long as its
-// busiest thread, tasks handed out largest first to the thread that frees up first. The lags
+// refresh form one task (run in order on one thread); a batch takes as long as its busiest
+// thread, tasks handed out largest first to the thread that frees up first. A step runs its tasks
+// in one batch at its end, or, where the step has gradient reductions to overlap, in two: those of
+// refreshes opened earlier right after the last backward (beside the reductions), those opened at
+// this step at its end (they need this step's snapshot); then a lag-0 task shares its batch
+// only with other lag-0 tasks, and the step's time is the two batches'. The lags
 // are chosen once (the schedule is periodic in F) to make the batches both short and even, so
 // that no step pays for a large refresh beside an idle thread and no step stands out:
 // minimize F * (longest batch) + (sum of the batches over a period). Greedy, largest refresh
@@ -41,13 +45,17 @@ class RootJobPlacement {
   // [layer][block][part]: the cost of each part of each block's refresh (refresh_part_costs).
   using PartCosts = std::vector<std::vector<std::vector<double>>>;
 
-  // delay.delay >= 1; threads: the compute lane's threads.
-  RootJobPlacement(const RefreshSchedule& schedule, const PartCosts& costs, ShadowDelay delay, int threads);
+  // delay.delay >= 1; threads: the compute lane's threads; two_batches: a step's tasks run in
+  // two batches (the step has gradient reductions to overlap), else in one at its end.
+  RootJobPlacement(const RefreshSchedule& schedule, const PartCosts& costs, ShadowDelay delay, int threads,
+                   bool two_batches);
+  bool two_batches() const { return two_batches_; }
   // The lag of a part: it runs at the end of step opened + lag.
   int64_t lag(int layer, int block, int part) const;
   // The tasks that run at the end of `step`, largest first (the order they are handed out in).
   void tasks_at(int64_t step, std::vector<PlacedTask>& out) const;
-  // Over one period of F steps: the longest batch and the sum of the batches, in cost units.
+  // Over one period of F steps: the longest step (its batches) and the sum of the steps, in cost
+  // units.
   double longest_batch() const;
   double period_batches() const;
 
@@ -60,7 +68,7 @@ class RootJobPlacement {
     double total;
   };
   size_t residue(const Refresh& r, int64_t lag) const;
-  double batch_time(size_t residue) const;   // from members_
+  double batch_time(size_t residue) const;   // from members_: the step's batches, summed
   // The search (root_job_placement.cpp): refresh i leaves / joins the batches of its parts'
   // residues (attach updates the batch times of every residue in `touched`); the objective of
   // the current lags; set_lags moves refresh i and returns the objective after the move.
@@ -68,12 +76,13 @@ class RootJobPlacement {
   void attach(size_t i, std::set<size_t>& touched);
   double objective() const;
   double set_lags(size_t i, const std::vector<int64_t>& lags);
-  void place_greedily(int64_t lags);
+  void place_greedily(int64_t lags, bool later_on_ties);
   void improve_by_single_moves(int64_t lags);
 
   const RefreshSchedule& schedule_;
   ShadowDelay delay_;
   int threads_;
+  bool two_batches_;
   std::vector<Refresh> refreshes_;                   // largest first
   std::vector<std::vector<size_t>> index_;           // [layer][block] -> refreshes_
   std::vector<std::vector<size_t>> members_;         // [residue]: refreshes with a part there

@@ -13,7 +13,7 @@
 namespace asteria {
 
 ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s,
-                               Coherence* coherence, bool in_place)
+                               Coherence* coherence, bool in_place, bool gradient_reductions)
     : opt_(opt), pool_(pool), coherence_(coherence),
       track_change_(coherence != nullptr), delay_(delay), worker_delay_s_(worker_delay_s), in_place_(in_place) {
   ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
@@ -34,7 +34,7 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, Shad
       for (int b = 0; b < counts[l]; ++b)
         ASTERIA_ASSERT(static_cast<int>(costs[l][b].size()) == opt.preconditioner(l, b).refresh_parts(),
                        "refresh_part_costs disagrees with ", blocks[l][b].name, "'s refresh parts");
-    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), costs, delay, threads);
+    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), costs, delay, threads, gradient_reductions);
   }
   plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get(), coherence != nullptr);
   opt_.set_refresh_policy(this);
@@ -213,11 +213,11 @@ void ShadowPipeline::submit(int layer, int block, const SlotPtr& slot) {
   pool_->submit([this, layer, block, slot](int worker) { compute(layer, block, slot, worker); });
 }
 
-void ShadowPipeline::run_batch(int64_t step, bool opened_this_step) {
+void ShadowPipeline::run_batch(int64_t step, int which) {
   placement_->tasks_at(step, batch_);
   batch_slots_.clear();
   for (const PlacedTask& t : batch_) {
-    if ((t.opened == step) != opened_this_step) continue;
+    if (!ShadowPlanOps::runs(which, step, t)) continue;
     SlotPtr slot = find_slot(t.layer, t.block, t.opened + delay_.delay);
     if (slot && slot->state == SlotState::Snapshotted) batch_slots_.emplace_back(t, std::move(slot));
   }
@@ -383,7 +383,7 @@ void ShadowPlanOps::backward(PlanBuilder& b, int layer, int micro) {
       b.add(std::move(sync));
     }
   }
-  if (placement_) add_batch(b, kEarlierRefreshes);
+  if (placement_ && placement_->two_batches()) add_batch(b, kEarlierRefreshes);
 }
 
 bool ShadowPlanOps::publishes(int layer, int64_t step) const {
@@ -440,7 +440,7 @@ void ShadowPlanOps::after_optimizer_part(PlanBuilder& b, int layer, BlockRange p
 }
 
 void ShadowPlanOps::step_end(PlanBuilder& b) {
-  if (placement_) add_batch(b, kThisStepsRefreshes);
+  if (placement_) add_batch(b, placement_->two_batches() ? kThisStepsRefreshes : kAllRefreshes);
 }
 
 void ShadowPlanOps::add_batch(PlanBuilder& b, int which) {
@@ -451,7 +451,7 @@ void ShadowPlanOps::add_batch(PlanBuilder& b, int which) {
   batch.tag = step;
   batch.block = which;
   for (const PlacedTask& t : tasks_) {
-    if ((t.opened == step) != (which == kThisStepsRefreshes)) continue;
+    if (!runs(which, step, t)) continue;
     const StateRef snapshot{StateKind::Snapshot, t.layer};
     if (std::find(batch.reads.begin(), batch.reads.end(), snapshot) == batch.reads.end()) batch.reads.push_back(snapshot);
     // A task of a refresh opened at this step needs this step's snapshot of its block.
@@ -472,7 +472,7 @@ std::string ShadowPlanOps::describe(const Op& op, const std::vector<std::string>
   placement_->tasks_at(op.tag, tasks_);
   std::string s = "jobs:";
   for (const PlacedTask& t : tasks_)
-    if ((t.opened == op.tag) == (op.block == kThisStepsRefreshes))
+    if (runs(op.block, op.tag, t))
       s += " " + layer_names[t.layer] + "/" + std::to_string(t.block) + "[parts " + std::to_string(t.begin) + "-" +
          std::to_string(t.end - 1) + "](publish_at=" + std::to_string(t.opened + delay_.delay) + ")";
   return s;
@@ -501,7 +501,7 @@ void ShadowPipeline::bind(Executor& ex) {
     }
   });
   ex.bind(OpKind::RootJobBatch,
-          [this](const Op& op) { run_batch(op.tag, op.block == ShadowPlanOps::kThisStepsRefreshes); });
+          [this](const Op& op) { run_batch(op.tag, op.block); });
   // Comm lane: the versions of the layer's blocks publishing at this step, in block order (the
   // same on every replica); the owner's wait for its job is shadow stall.
   ex.bind(OpKind::CoherenceSync, [this](const Op& op) {

@@ -60,7 +60,8 @@ namespace asteria {
 // The shadow pipeline's ops in a step's plan: publish_wait(l) before optim_step(l) for the
 // blocks publishing now, snapshot(l) after it (after each of its parts) and one root_job per block refreshing now (host
 // lane); or, with a placement (compute lane), root_jobs ops running the parts placed at this
-// step: after the last backward (refreshes opened earlier) and at the end (opened now).
+// step: at its end, or, where the placement has two batches (gradient reductions to overlap),
+// after the last backward (refreshes opened earlier) and at the end (opened now).
 class ShadowPlanOps final : public PlanContributor {
  public:
   // blocks_per_layer[l]: number of preconditioned blocks of layer l; placement: null for host
@@ -69,17 +70,23 @@ class ShadowPlanOps final : public PlanContributor {
   ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
                 const RootJobPlacement* placement = nullptr, bool coherent = false);
   // After the last backward (its reductions already queued on the comm lane): the step's
-  // coherence syncs, and the root-job parts of refreshes opened at earlier steps, so that both
-  // overlap the last gradient reductions, which clip_grads waits for.
+  // coherence syncs, and (two batches) the root-job parts of refreshes opened at earlier steps,
+  // so that both overlap the last gradient reductions, which clip_grads waits for.
   void backward(PlanBuilder& b, int layer, int micro) override;
   void optimizer(PlanBuilder& b, int layer) override;
   void after_optimizer_part(PlanBuilder& b, int layer, BlockRange part) override;
-  // The parts of the refreshes opened at this step (after their snapshots).
+  // The parts of the refreshes opened at this step (after their snapshots), with one batch
+  // all the step's parts.
   void step_end(PlanBuilder& b) override;
 
   // A root_jobs op's Op::block: which of the step's placed tasks it runs.
   static constexpr int kEarlierRefreshes = 0;   // opened at an earlier step (before clip_grads)
   static constexpr int kThisStepsRefreshes = 1; // opened at this step (at its end)
+  static constexpr int kAllRefreshes = 2;       // all (one batch, at its end)
+  // Whether a root_jobs op of `step` of kind `which` runs task t.
+  static bool runs(int which, int64_t step, const PlacedTask& t) {
+    return which == kAllRefreshes || (t.opened == step) == (which == kThisStepsRefreshes);
+  }
   // --print-plan detail of a root_jobs op: its jobs and their publish steps.
   std::string describe(const Op& op, const std::vector<std::string>& layer_names) const;
 
@@ -92,7 +99,7 @@ class ShadowPlanOps final : public PlanContributor {
   mutable std::vector<PlacedTask> tasks_;
   // Whether refreshes of `layer` publish at `step` (a publish_wait, and with replicas a sync).
   bool publishes(int layer, int64_t step) const;
-  // Adds the root_jobs op of `step`'s tasks of one kind (kEarlierRefreshes, kThisStepsRefreshes).
+  // Adds the root_jobs op of `step`'s tasks of one kind (kEarlierRefreshes, ...).
   void add_batch(PlanBuilder& b, int which);
 };
 
@@ -125,8 +132,10 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
   // (BlockPreconditioner::compute_refresh_in_place: cuSOLVER on the device, on a low-priority
   // stream of each worker's; runtime.shadow.lane device) instead of the host's matrix functions.
   // Either way a job's result depends only on its snapshot.
+  // gradient_reductions: the step has gradient collectives (several ranks), which the compute
+  // lane's root jobs of earlier refreshes overlap (RootJobPlacement's two batches).
   ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s = 0,
-                 Coherence* coherence = nullptr, bool in_place = false);
+                 Coherence* coherence = nullptr, bool in_place = false, bool gradient_reductions = false);
   ~ShadowPipeline() override;
 
   void bind(Executor& ex);
@@ -230,9 +239,9 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
   void compute(int layer, int block, const SlotPtr& slot, int worker, int begin = 0, int end = -1);
   void wait_ready(const SlotPtr& slot);
   SlotPtr find_slot(int layer, int block, int64_t publish_step);
-  // Compute lane: the tasks placed at `step` (of refreshes opened at an earlier step, or at this
-  // one), one per thread at a time.
-  void run_batch(int64_t step, bool opened_this_step);
+  // Compute lane: the tasks placed at `step` of kind `which` (ShadowPlanOps::kEarlierRefreshes,
+  // ...), one per thread at a time.
+  void run_batch(int64_t step, int which);
 
   // Installs (or, with coherence, syncs and maybe installs) a slot's version at its publish step.
   void publish_slot(int layer, int block, BlockPreconditioner& pc, const SlotPtr& slot);

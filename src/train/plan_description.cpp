@@ -82,7 +82,7 @@ PlannedShadow plan_shadow(const Config& cfg, const std::vector<ParamTable>& tabl
   if (!asteria) return p;
   if (!workers && delay.delay > 0)
     p.placement = std::make_unique<RootJobPlacement>(*p.schedule, refresh_part_costs(cfg.optim.name, blocks), delay,
-                                                     compute_threads(cfg));
+                                                     compute_threads(cfg), world && world->world.reduces());
   // A planned launch with replicated state: the coherence_sync ops too.
   const bool coherent = world && plan_coherence(cfg, *world).active;
   p.ops = std::make_unique<ShadowPlanOps>(*p.schedule, counts, delay, p.placement.get(), coherent);

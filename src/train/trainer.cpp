@@ -301,7 +301,7 @@ struct Trainer::Impl {
       }
       shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
                                                 cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get(),
-                                                /*in_place=*/lane == ShadowLane::Device);
+                                                /*in_place=*/lane == ShadowLane::Device, sharding->reduces());
       if (cfg.runtime.shadow.resident_jobs > 0)
         shadow->set_resident_jobs(cfg.runtime.shadow.resident_jobs, disk_tier_file(cfg, "shadow-jobs"));
     }
