@@ -8,6 +8,7 @@ void PlanBuilder::build(const StepShape& shape, Plan& plan) {
   shape_ = shape;
   plan_ = &plan;
   plan.ops.clear();
+  latest_.clear();
   plan.step = shape.step;
   plan.micro_batches = shape.micro_batches;
   const int L = shape.num_layers;
@@ -31,23 +32,33 @@ void PlanBuilder::build(const StepShape& shape, Plan& plan) {
   plan_ = nullptr;
 }
 
+namespace {
+
+// An op's layer and micro are >= -1 (-1: none); the key's "any" is below them.
+constexpr int kAny = -2;
+
+uint64_t index_key(OpKind kind, int layer, int micro) {
+  return (static_cast<uint64_t>(kind) << 56) | (static_cast<uint64_t>(static_cast<uint32_t>(layer + 2) & 0xffffff) << 32) |
+         static_cast<uint32_t>(micro + 2);
+}
+
+}  // namespace
+
 int PlanBuilder::add(Op op) {
   ASTERIA_ASSERT(plan_ != nullptr, "PlanBuilder::add outside build()");
   op.id = static_cast<int>(plan_->ops.size());
   for (int d : op.deps)
     ASTERIA_ASSERT(d >= 0 && d < op.id, "op ", to_string(op.kind), " depends on missing op ", d);
+  ASTERIA_ASSERT(op.layer >= -1 && op.micro >= -1);
+  for (int layer : {op.layer, kAny})
+    for (int micro : {op.micro, kAny}) latest_[index_key(op.kind, layer, micro)] = op.id;
   plan_->ops.push_back(std::move(op));
   return plan_->ops.back().id;
 }
 
 int PlanBuilder::find(OpKind kind, int layer, int micro) const {
-  const auto& ops = plan_->ops;
-  for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
-    const Op& op = ops[i];
-    if (op.kind == kind && (layer < 0 || op.layer == layer) && (micro < 0 || op.micro == micro))
-      return i;
-  }
-  return -1;
+  const auto it = latest_.find(index_key(kind, layer < 0 ? kAny : layer, micro < 0 ? kAny : micro));
+  return it == latest_.end() ? -1 : it->second;
 }
 
 std::vector<int> PlanBuilder::find_all(OpKind kind) const {

@@ -15,6 +15,8 @@
 // shadow, coherence in later issues). Each adds ops with PlanBuilder::add and wires
 // dependencies through find(); add() checks that every dependency already exists, so the op
 // list is always a valid compute-lane order.
+#include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/plan.hpp"
@@ -54,6 +56,8 @@ class PlanBuilder {
   // Appends an op; returns its id.
   int add(Op op);
   // Id of the latest op of this kind for (layer, micro), or -1. layer/micro -1 match any.
+  // Constant time (an index kept by add): a step of many micro-batches has tens of thousands
+  // of ops, and each looks up its dependencies.
   int find(OpKind kind, int layer = -1, int micro = -1) const;
   // Ids of all ops of a kind (e.g. every GradNorm before the clip).
   std::vector<int> find_all(OpKind kind) const;
@@ -63,6 +67,9 @@ class PlanBuilder {
   std::vector<PlanContributor*> contributors_;
   StepShape shape_;
   Plan* plan_ = nullptr;
+  // The latest op of each (kind, layer, micro), either or both of them also as "any"
+  // (index_key); cleared each build, its buckets kept.
+  std::unordered_map<uint64_t, int> latest_;
 };
 
 }  // namespace asteria

@@ -90,6 +90,43 @@ TEST(Plan, DependenciesComeFirstAndOrderLayers) {
   }
 }
 
+// A contributor that, after the step's last op, checks find() against a scan of the plan
+// (the latest op of the kind for (layer, micro), -1 matching any) for every kind, layer and
+// micro-batch, "any" included.
+struct FindChecker : PlanContributor {
+  int checked = 0;
+  void step_end(PlanBuilder& b) override {
+    const int L = b.shape().num_layers, M = b.shape().micro_batches;
+    const int last = b.find(OpKind::OptimStep, 0);   // the model's and optimizer's last op
+    ASSERT_GT(last, 0);
+    for (int k = 0; k < kNumOpKinds; ++k)
+      for (int layer = -1; layer < L + 1; ++layer)
+        for (int micro = -1; micro < M + 1; ++micro) {
+          const OpKind kind = static_cast<OpKind>(k);
+          int latest = -1;
+          for (int i = 0; i <= last; ++i) {
+            const Op& op = b.op(i);
+            if (op.kind == kind && (layer < 0 || op.layer == layer) && (micro < 0 || op.micro == micro)) latest = i;
+          }
+          EXPECT_EQ(b.find(kind, layer, micro), latest) << to_string(kind) << " " << layer << " " << micro;
+          ++checked;
+        }
+  }
+};
+
+TEST(Plan, FindGivesTheLatestMatchingOp) {
+  ModelStepOps m(false);
+  OptimizerStepOps o;
+  FindChecker check;
+  PlanBuilder b;
+  b.add_contributor(&m);
+  b.add_contributor(&o);
+  b.add_contributor(&check);
+  Plan p;
+  for (int micro : {1, 3}) b.build({5, 4, micro}, p);   // the second build starts its index afresh
+  EXPECT_GT(check.checked, 0);
+}
+
 TEST(Plan, DescribeNamesLayers) {
   Plan p = build(3, 1);
   std::string s = p.describe({"embed", "blocks.0", "head"});
