@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <nlohmann/json.hpp>
 
@@ -82,6 +83,36 @@ TEST_P(ShadowDeterminism, SameBitsWhateverTheWorkersAndTheirSpeed) {
     // The delay is real: published later than native, so the parameters differ from native's.
     auto native = train({"runtime.mode=native", "runtime.stagger=true"});
     EXPECT_FALSE(same_bits(one, native)) << delay;
+  }
+}
+
+// On the compute lane one rank runs a step's root jobs in one batch at its end (nothing to
+// overlap); several ranks run those of refreshes opened earlier beside the last gradient
+// reductions (before clip_grads) and the rest at the end.
+TEST_P(ShadowDeterminism, ComputeLaneBatchesFollowTheGradientReductions) {
+  const std::vector<std::string> sets = {"runtime.mode=asteria", "runtime.stagger=true", "runtime.shadow.delay=2",
+                                         "runtime.shadow.lane=compute", "runtime.threads=2"};
+  const std::regex batch("root_jobs +- +block=([0-9])");
+  for (int world : {1, 2}) {
+    const Config cfg = config(sets, {"distributed.world_size=" + std::to_string(world)});
+    std::map<std::string, int> kinds;
+    for (int64_t step = 3; step <= 14; ++step) {
+      const std::string plan = describe_step_plan(cfg, step);
+      const size_t clip = plan.find("clip_grads");
+      ASSERT_NE(clip, std::string::npos) << plan;
+      for (std::sregex_iterator it(plan.begin(), plan.end(), batch), end; it != end; ++it) {
+        ++kinds[(*it)[1]];
+        const bool before_clip = static_cast<size_t>(it->position()) < clip;
+        EXPECT_EQ(before_clip, (*it)[1] == "0") << world << " rank(s), step " << step << "\n" << plan;
+      }
+    }
+    if (world == 1) {
+      EXPECT_EQ(kinds, (std::map<std::string, int>{{"2", kinds["2"]}}));
+      EXPECT_GT(kinds["2"], 0);
+    } else {
+      EXPECT_EQ(kinds.count("2"), 0u);
+      EXPECT_GT(kinds["0"], 0);
+    }
   }
 }
 
