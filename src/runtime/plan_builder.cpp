@@ -8,7 +8,7 @@ void PlanBuilder::build(const StepShape& shape, Plan& plan) {
   shape_ = shape;
   plan_ = &plan;
   plan.ops.clear();
-  latest_.clear();
+  latest_.assign(static_cast<size_t>(kNumOpKinds) * (shape.num_layers + 2) * (shape.micro_batches + 2), -1);
   plan.step = shape.step;
   plan.micro_batches = shape.micro_batches;
   const int L = shape.num_layers;
@@ -34,31 +34,32 @@ void PlanBuilder::build(const StepShape& shape, Plan& plan) {
 
 namespace {
 
-// An op's layer and micro are >= -1 (-1: none); the key's "any" is below them.
+// An op's layer and micro are >= -1 (-1: none); "any" is below them.
 constexpr int kAny = -2;
 
-uint64_t index_key(OpKind kind, int layer, int micro) {
-  return (static_cast<uint64_t>(kind) << 56) | (static_cast<uint64_t>(static_cast<uint32_t>(layer + 2) & 0xffffff) << 32) |
-         static_cast<uint32_t>(micro + 2);
-}
-
 }  // namespace
+
+size_t PlanBuilder::slot(OpKind kind, int layer, int micro) const {
+  const size_t layers = static_cast<size_t>(shape_.num_layers) + 2, micros = static_cast<size_t>(shape_.micro_batches) + 2;
+  return (static_cast<size_t>(kind) * layers + static_cast<size_t>(layer + 2)) * micros + static_cast<size_t>(micro + 2);
+}
 
 int PlanBuilder::add(Op op) {
   ASTERIA_ASSERT(plan_ != nullptr, "PlanBuilder::add outside build()");
   op.id = static_cast<int>(plan_->ops.size());
   for (int d : op.deps)
     ASTERIA_ASSERT(d >= 0 && d < op.id, "op ", to_string(op.kind), " depends on missing op ", d);
-  ASTERIA_ASSERT(op.layer >= -1 && op.micro >= -1);
+  ASTERIA_ASSERT(op.layer >= -1 && op.layer < shape_.num_layers && op.micro >= -1 && op.micro < shape_.micro_batches,
+                 "op ", to_string(op.kind), " of layer ", op.layer, ", micro-batch ", op.micro, " outside the step's shape");
   for (int layer : {op.layer, kAny})
-    for (int micro : {op.micro, kAny}) latest_[index_key(op.kind, layer, micro)] = op.id;
+    for (int micro : {op.micro, kAny}) latest_[slot(op.kind, layer, micro)] = op.id;
   plan_->ops.push_back(std::move(op));
   return plan_->ops.back().id;
 }
 
 int PlanBuilder::find(OpKind kind, int layer, int micro) const {
-  const auto it = latest_.find(index_key(kind, layer < 0 ? kAny : layer, micro < 0 ? kAny : micro));
-  return it == latest_.end() ? -1 : it->second;
+  if (layer >= shape_.num_layers || micro >= shape_.micro_batches) return -1;
+  return latest_[slot(kind, layer < 0 ? kAny : layer, micro < 0 ? kAny : micro)];
 }
 
 std::vector<int> PlanBuilder::find_all(OpKind kind) const {

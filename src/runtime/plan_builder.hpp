@@ -15,8 +15,7 @@
 // shadow, coherence in later issues). Each adds ops with PlanBuilder::add and wires
 // dependencies through find(); add() checks that every dependency already exists, so the op
 // list is always a valid compute-lane order.
-#include <cstdint>
-#include <unordered_map>
+#include <cstddef>
 #include <vector>
 
 #include "runtime/plan.hpp"
@@ -67,9 +66,10 @@ class PlanBuilder {
   std::vector<PlanContributor*> contributors_;
   StepShape shape_;
   Plan* plan_ = nullptr;
-  // The latest op of each (kind, layer, micro), either or both of them also as "any"
-  // (index_key); cleared each build, its buckets kept.
-  std::unordered_map<uint64_t, int> latest_;
+  // The latest op id of each (kind, layer, micro), either or both of them also as "any"
+  // (slot()), -1 for none: a dense table, refilled each build, allocated when the shape grows.
+  std::vector<int> latest_;
+  size_t slot(OpKind kind, int layer, int micro) const;
 };
 
 }  // namespace asteria
