@@ -50,7 +50,6 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
     if (!later_on_ties) {
       first_j = objective();
       for (const Refresh& r : refreshes_) first.push_back(r.lag);
-      for (size_t i = 0; i < refreshes_.size(); ++i) set_lags(i, std::vector<int64_t>(refreshes_[i].lag.size(), 0));
     }
   }
   if (first_j < objective())
@@ -91,10 +90,10 @@ double RootJobPlacement::set_lags(size_t i, const std::vector<int64_t>& lags) {
   return objective();
 }
 
-// Every refresh starts at lag 0 (where it is already) with its parts' costs held back; largest
-// refresh first, its parts in order, each part gets its cost back and the lag (no smaller than the
-// previous part's; the parts after it follow) that raises the objective least, ties: the smaller
-// lag, or the larger one.
+// Every refresh starts with its parts' costs held back (where it sits then does not count: a
+// part without cost adds nothing to a batch); largest refresh first, its parts in order, each part
+// gets its cost back and the lag (no smaller than the previous part's; the parts after it follow)
+// that raises the objective least, ties: the smaller lag, or the larger one.
 void RootJobPlacement::place_greedily(int64_t lags, bool later_on_ties) {
   std::vector<std::vector<double>> held(refreshes_.size());
   for (size_t i = 0; i < refreshes_.size(); ++i) {
