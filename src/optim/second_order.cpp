@@ -2,7 +2,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "core/error.hpp"
 
@@ -38,6 +40,11 @@ SecondOrderOptimizer::SecondOrderOptimizer(const SecondOrderParams& p, const std
       max_block = std::max(max_block, static_cast<size_t>(b.rows * b.cols));
     }
     precond_.push_back(std::move(pcs));
+    std::vector<int> order(blocks_[l].size());
+    std::iota(order.begin(), order.end(), 0);
+    const auto cost = [&](int bi) { return asteria::step_matmul_flops(p.algorithm, blocks_[l][bi].rows, blocks_[l][bi].cols); };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cost(a) > cost(b); });
+    loop_order_.push_back(std::move(order));
     skipped_in_a_row_.emplace_back(blocks_[l].size(), 0);
   }
   schedule_ = RefreshSchedule(p.algorithm, p.precond.precondition_frequency, p.precond.start_preconditioning_step,
@@ -185,12 +192,15 @@ void SecondOrderOptimizer::step_part(int layer, BlockRange blocks, float* params
   for (int bi = 0; bi < nb; ++bi)
     if (policy_->exchanges_at(layer, bi, step, schedule_.due(layer, bi, step))) after_loop_[bi] = 1;
   // An exception cannot leave an OpenMP region: the first one is kept and rethrown after it.
-  // A device backend's blocks go one after another on this thread's stream.
+  // A device backend's blocks go one after another on this thread's stream. The threads take the
+  // blocks costliest first (loop_order_): in table order a layer's last block was one of its
+  // largest, and a thread done early idled through it. Which thread steps a block changes no bits.
   std::exception_ptr error;
   const bool host = !backend_.on_device();
 #pragma omp parallel for schedule(dynamic, 1) if (host)
-  for (int bi = first; bi < end; ++bi) {
-    if (after_loop_[bi]) continue;
+  for (int k = 0; k < nb; ++k) {
+    const int bi = loop_order_[layer][k];
+    if (bi < first || bi >= end || after_loop_[bi]) continue;
     try {
       step_block(bs, bi, *scratch_[omp_get_thread_num()]);
     } catch (...) {

@@ -109,6 +109,9 @@ class SecondOrderOptimizer final : public Optimizer {
   RefreshPolicy* policy_ = &inline_;
   std::vector<std::unique_ptr<ThreadScratch>> scratch_;
   std::vector<char> after_loop_;   // step_layer's blocks run after its parallel loop
+  // Each layer's block indices by step cost (step_matmul_flops), the costliest first: the order
+  // step_part's threads take them in.
+  std::vector<std::vector<int>> loop_order_;
 };
 
 }  // namespace asteria
