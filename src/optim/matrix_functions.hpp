@@ -25,15 +25,17 @@ inline const char* to_string(Precision p) { return p == Precision::Float32 ? "fl
 template <class Real>
 struct Scratch {
   std::vector<Real> a, b, c, d, w;
-  // LAPACK's: the column-major copy of its matrix and its work arrays (lapack_int is int here).
+  // LAPACK's: the column-major copy of a row-major matrix (syevd) and its work arrays (lapack_int
+  // is int here).
   std::vector<Real> lapack_a, lapack_work;
   std::vector<int> lapack_iwork;
   void reserve(int n);
 };
 
 // What one part of a refresh computed in parts (qr_refresh_part, inverse_root_eigh_part) hands
-// the next, in the precision it computes in: an n x n matrix m and an n-vector v, and whether
-// fp32 failed (the last part then computes the whole function in fp64).
+// the next, in the precision it computes in: an n x n matrix m (qr_refresh_part's column-major,
+// its columns padded for LAPACK) and an n-vector v, and whether fp32 failed (the last part then
+// computes the whole function in fp64).
 struct PartCarry {
   std::vector<float> m32, v32;
   std::vector<double> m64, v64;

@@ -88,7 +88,7 @@ void BlockPreconditioner::compute_refresh_part(RefreshJob& job, int part, matfn:
 
 std::vector<double> refresh_part_costs(OptimizerKind algorithm, int64_t rows, int64_t cols) {
   // One share per part of a side, sized by the matrix functions' part counts.
-  static constexpr std::array<double, matfn::kQrRefreshParts> qr = {0.22, 0.39, 0.39};
+  static constexpr std::array<double, matfn::kQrRefreshParts> qr = {0.37, 0.31, 0.32};
   static constexpr std::array<double, matfn::kInverseRootEighParts> root = {0.86, 0.14};
   std::vector<double> shares;
   if (algorithm == OptimizerKind::Soap || algorithm == OptimizerKind::KlShampoo) shares.assign(qr.begin(), qr.end());

@@ -93,7 +93,7 @@ inline RefreshSide refresh_side(RefreshJob& job, int part, int per_side) {
 // The parts of a block's refresh (BlockPreconditioner::compute_refresh_part), left factor's then
 // right's, each with its cost: single-thread fp32 times at n = 1024 relative to n^3, so that a
 // block's parts sum to rows^3 + cols^3 (refresh_cost):
-//   soap, kl_shampoo  per side QR refresh: power step 0.22, geqrf 0.39, orgqr 0.39
+//   soap, kl_shampoo  per side QR refresh: power step 0.37, geqrf 0.31, orgqr 0.32 (bench_refresh)
 //   shampoo           per side inverse root: eigendecomposition 0.86, V diag V^T 0.14
 // (eigh-based; with root_method newton the first part does all of a converged root's work).
 std::vector<double> refresh_part_costs(OptimizerKind algorithm, int64_t rows, int64_t cols);

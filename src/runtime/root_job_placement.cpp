@@ -31,6 +31,7 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
 
   // members_[r]: the refreshes with a part at residue r; batch_[r]: that step's batch time.
   members_.assign(static_cast<size_t>(F), {});
+  tasks_by_size_.assign(static_cast<size_t>(F), {});
   batch_.assign(static_cast<size_t>(F), 0.0);
   if (refreshes_.empty()) return;   // no blocks here (a sharded rank may own none)
   scale_ = 1.0 / refreshes_.front().total;
@@ -39,36 +40,74 @@ RootJobPlacement::RootJobPlacement(const RefreshSchedule& schedule, const PartCo
     std::set<size_t> touched;
     attach(i, touched);
   }
-  // Two local searches, the greedy start's ties going to the smaller lag or to the larger one
-  // (which pairs refreshes at lags >= 1 where a lag-0 task would run alone in its batch); the
-  // better one is kept.
-  std::vector<std::vector<int64_t>> first;
-  double first_j = 0;
-  for (bool later_on_ties : {false, true}) {
-    place_greedily(lags, later_on_ties);
-    improve_by_single_moves(lags);
-    if (!later_on_ties) {
-      first_j = objective();
-      for (const Refresh& r : refreshes_) first.push_back(r.lag);
+  // Local searches from three starts, the best result kept: greedy with ties going to the
+  // smaller lag, or to the larger one (which pairs refreshes at lags >= 1 where a lag-0 task would
+  // run alone in its batch), and every refresh spread evenly over the lags by cost.
+  std::vector<std::vector<int64_t>> best;
+  double best_j = 0;
+  for (int start = 0; start < 3; ++start) {
+    if (start < 2) place_greedily(lags, start == 1);
+    else spread(lags);
+    improve(lags);
+    if (best.empty() || objective() < best_j) {
+      best_j = objective();
+      best.clear();
+      for (const Refresh& r : refreshes_) best.push_back(r.lag);
     }
   }
-  if (first_j < objective())
-    for (size_t i = 0; i < refreshes_.size(); ++i) set_lags(i, first[i]);
+  for (size_t i = 0; i < refreshes_.size(); ++i) set_lags(i, best[i]);
+}
+
+// Each refresh's parts over the lags by cumulative cost: part k at lag floor(lags * c_k / total),
+// c_k the refresh's cost up to the middle of part k.
+void RootJobPlacement::spread(int64_t lags) {
+  for (size_t i = 0; i < refreshes_.size(); ++i) {
+    const Refresh& r = refreshes_[i];
+    std::vector<int64_t> lag(r.cost.size());
+    double done = 0;
+    for (size_t k = 0; k < r.cost.size(); ++k) {
+      const double middle = (done + r.cost[k] / 2) / r.total;
+      lag[k] = std::min<int64_t>(lags - 1, static_cast<int64_t>(middle * static_cast<double>(lags)));
+      done += r.cost[k];
+    }
+    set_lags(i, lag);
+  }
 }
 
 std::set<size_t> RootJobPlacement::detach(size_t i) {
   std::set<size_t> rs;
   for (int64_t lag : refreshes_[i].lag) rs.insert(residue(refreshes_[i], lag));
-  for (size_t r : rs) members_[r].erase(std::find(members_[r].begin(), members_[r].end(), i));
+  for (size_t r : rs) {
+    auto m = std::find_if(members_[r].begin(), members_[r].end(), [i](const Member& x) { return x.refresh == i; });
+    for (int batch = 0; batch < 2; ++batch)
+      if (m->cost[batch] > 0) {
+        std::vector<double>& tasks = tasks_by_size_[r][batch];
+        tasks.erase(std::lower_bound(tasks.begin(), tasks.end(), m->cost[batch], std::greater<>()));
+      }
+    members_[r].erase(m);
+  }
   return rs;
 }
 
 void RootJobPlacement::attach(size_t i, std::set<size_t>& touched) {
+  const Refresh& r = refreshes_[i];
   std::set<size_t> rs;
-  for (int64_t lag : refreshes_[i].lag) rs.insert(residue(refreshes_[i], lag));
-  for (size_t r : rs) members_[r].push_back(i);
+  for (int64_t lag : r.lag) rs.insert(residue(r, lag));
+  for (size_t res : rs) {
+    // Its task in each of the step's batches: the parts at this residue (a refresh's parts at
+    // one residue share one lag, as lags are below F).
+    Member m{i, {0.0, 0.0}};
+    for (size_t k = 0; k < r.cost.size(); ++k)
+      if (residue(r, r.lag[k]) == res) m.cost[two_batches_ && r.lag[k] == 0 ? 1 : 0] += r.cost[k];
+    members_[res].push_back(m);
+    for (int batch = 0; batch < 2; ++batch)
+      if (m.cost[batch] > 0) {
+        std::vector<double>& tasks = tasks_by_size_[res][batch];
+        tasks.insert(std::upper_bound(tasks.begin(), tasks.end(), m.cost[batch], std::greater<>()), m.cost[batch]);
+      }
+  }
   touched.insert(rs.begin(), rs.end());
-  for (size_t r : touched) batch_[r] = batch_time(r);
+  for (size_t res : touched) batch_[res] = batch_time(res);
 }
 
 // F * (a soft maximum: the 8-norm, which also falls when one of several longest batches does)
@@ -119,35 +158,78 @@ void RootJobPlacement::place_greedily(int64_t lags, bool later_on_ties) {
   }
 }
 
-// Single moves, of one part (within its neighbours' lags) or of a whole refresh, while one lowers
-// the objective.
-void RootJobPlacement::improve_by_single_moves(int64_t lags) {
+namespace {
+
+// The moves of a refresh whose parts sit at `lag`: one part to another lag between its
+// neighbours', or the whole refresh to one lag; each candidate passed to visit.
+template <class Visit>
+void each_move(const std::vector<int64_t>& lag, int64_t lags, Visit&& visit) {
+  const size_t parts = lag.size();
+  std::vector<int64_t> candidate = lag;
+  for (size_t k = 0; k < parts; ++k) {
+    const int64_t lo = k > 0 ? lag[k - 1] : 0, hi = k + 1 < parts ? lag[k + 1] : lags - 1;
+    for (int64_t to = lo; to <= hi; ++to)
+      if (to != lag[k]) {
+        candidate[k] = to;
+        visit(candidate);
+      }
+    candidate[k] = lag[k];
+  }
+  for (int64_t to = 0; to < lags; ++to) {
+    std::vector<int64_t> whole(parts, to);
+    if (whole != lag) visit(whole);
+  }
+}
+
+}  // namespace
+
+// Single moves (each_move) while one lowers the objective; then, where none does, the best joint
+// move of two of the four largest refreshes in the longest step (two large refreshes sharing a
+// step, neither of which can leave alone without filling another), and single moves again; at
+// most 10 joint moves (each costs (parts x lags)^2 evaluations).
+void RootJobPlacement::improve(int64_t lags) {
   const double tolerance = 1e-9;
   double current = objective();
-  for (int pass = 0; pass < 100; ++pass) {
-    bool moved = false;
-    for (size_t i = 0; i < refreshes_.size(); ++i) {
-      const std::vector<int64_t> start = refreshes_[i].lag;
-      std::vector<int64_t> best = start;
-      double best_j = current - tolerance;
-      auto consider = [&](const std::vector<int64_t>& candidate) {
-        if (candidate == start) return;
-        const double j = set_lags(i, candidate);
-        if (j < best_j) best = candidate, best_j = j;
-      };
-      const size_t parts = start.size();
-      for (size_t k = 0; k < parts; ++k) {
-        const int64_t lo = k > 0 ? start[k - 1] : 0, hi = k + 1 < parts ? start[k + 1] : lags - 1;
-        for (int64_t lag = lo; lag <= hi; ++lag) {
-          std::vector<int64_t> candidate = start;
-          candidate[k] = lag;
-          consider(candidate);
-        }
+  for (int round = 0; round < 10; ++round) {
+    for (int pass = 0; pass < 100; ++pass) {
+      bool moved = false;
+      for (size_t i = 0; i < refreshes_.size(); ++i) {
+        const std::vector<int64_t> start = refreshes_[i].lag;
+        std::vector<int64_t> best = start;
+        double best_j = current - tolerance;
+        each_move(start, lags, [&](const std::vector<int64_t>& candidate) {
+          const double j = set_lags(i, candidate);
+          if (j < best_j) best = candidate, best_j = j;
+        });
+        current = set_lags(i, best);
+        moved |= best != start;
       }
-      for (int64_t lag = 0; lag < lags; ++lag) consider(std::vector<int64_t>(parts, lag));
-      current = set_lags(i, best);
-      moved |= best != start;
+      if (!moved) break;
     }
+    // The longest step's largest refreshes (members_ lists each refresh once; largest first).
+    const size_t longest = static_cast<size_t>(std::max_element(batch_.begin(), batch_.end()) - batch_.begin());
+    std::vector<size_t> large;
+    for (const Member& m : members_[longest]) large.push_back(m.refresh);
+    std::sort(large.begin(), large.end());
+    large.resize(std::min<size_t>(large.size(), 4));
+    bool moved = false;
+    for (size_t a = 0; a < large.size() && !moved; ++a)
+      for (size_t b = a + 1; b < large.size() && !moved; ++b) {
+        const size_t i = large[a], k = large[b];
+        const std::vector<int64_t> start_i = refreshes_[i].lag, start_k = refreshes_[k].lag;
+        std::vector<int64_t> best_i = start_i, best_k = start_k;
+        double best_j = current - tolerance;
+        each_move(start_i, lags, [&](const std::vector<int64_t>& ci) {
+          set_lags(i, ci);
+          each_move(start_k, lags, [&](const std::vector<int64_t>& ck) {
+            const double j = set_lags(k, ck);
+            if (j < best_j) best_i = ci, best_k = ck, best_j = j;
+          });
+        });
+        set_lags(i, best_i);
+        current = set_lags(k, best_k);
+        moved = best_i != start_i || best_k != start_k;
+      }
     if (!moved) break;
   }
 }
@@ -157,23 +239,14 @@ size_t RootJobPlacement::residue(const Refresh& r, int64_t lag) const {
 }
 
 // The step's batches, one after the other (with two: the parts of refreshes opened earlier,
-// then those opened at this step); each takes as long as its busiest thread. (A refresh's parts
-// at one residue share one lag: lags are below F.)
+// then those opened at this step); each takes as long as its busiest thread.
 double RootJobPlacement::batch_time(size_t res) const {
   double total = 0;
   for (int batch = 0; batch < (two_batches_ ? 2 : 1); ++batch) {
-    tasks_.clear();
-    for (size_t i : members_[res]) {
-      double c = 0;
-      const Refresh& r = refreshes_[i];
-      for (size_t k = 0; k < r.cost.size(); ++k)
-        if (residue(r, r.lag[k]) == res && (!two_batches_ || (r.lag[k] == 0) == (batch == 1))) c += r.cost[k];
-      if (c > 0) tasks_.push_back(c);
-    }
-    if (tasks_.empty()) continue;
-    std::sort(tasks_.begin(), tasks_.end(), std::greater<>());
+    const std::vector<double>& tasks = tasks_by_size_[res][batch];
+    if (tasks.empty()) continue;
     busy_.assign(static_cast<size_t>(threads_), 0.0);
-    for (double c : tasks_) *std::min_element(busy_.begin(), busy_.end()) += c;
+    for (double c : tasks) *std::min_element(busy_.begin(), busy_.end()) += c;
     total += *std::max_element(busy_.begin(), busy_.end());
   }
   return total;

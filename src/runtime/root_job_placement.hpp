@@ -17,10 +17,13 @@
 // only with other lag-0 tasks, and the step's time is the two batches'. The lags
 // are chosen once (the schedule is periodic in F) to make the batches both short and even, so
 // that no step pays for a large refresh beside an idle thread and no step stands out:
-// minimize F * (longest batch) + (sum of the batches over a period). Greedy, largest refresh
-// first, whole refreshes into the lag whose step grows least; then single moves of one part or
-// of a whole refresh while one lowers the objective. Deterministic; depends on the thread count,
-// which is allowed since placement never changes the results.
+// minimize F * (longest batch) + (sum of the batches over a period). A local search from three
+// starts, the best result kept: two greedy ones (largest refresh first, each part into the lag
+// whose step grows least) and one spreading every refresh evenly over the lags; its moves: one
+// part or a whole refresh while one lowers the objective, then a joint move of two large
+// refreshes of the longest step. Deterministic; depends on the thread count, which is allowed
+// since placement never changes the results.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <set>
@@ -77,7 +80,8 @@ class RootJobPlacement {
   double objective() const;
   double set_lags(size_t i, const std::vector<int64_t>& lags);
   void place_greedily(int64_t lags, bool later_on_ties);
-  void improve_by_single_moves(int64_t lags);
+  void spread(int64_t lags);
+  void improve(int64_t lags);
 
   const RefreshSchedule& schedule_;
   ShadowDelay delay_;
@@ -85,9 +89,14 @@ class RootJobPlacement {
   bool two_batches_;
   std::vector<Refresh> refreshes_;                   // largest first
   std::vector<std::vector<size_t>> index_;           // [layer][block] -> refreshes_
-  std::vector<std::vector<size_t>> members_;         // [residue]: refreshes with a part there
+  struct Member {
+    size_t refresh;
+    double cost[2];   // its parts' cost in the step's first batch and in its second (lag 0)
+  };
+  std::vector<std::vector<Member>> members_;         // [residue]: refreshes with a part there
   std::vector<double> batch_;                        // [residue]: that step's batch time
-  mutable std::vector<double> busy_, tasks_;          // batch_time scratch
+  std::vector<std::array<std::vector<double>, 2>> tasks_by_size_;   // [residue][batch]: members' costs there, largest first
+  mutable std::vector<double> busy_;                 // batch_time scratch
   double scale_ = 1;                                 // 1 / the largest refresh (objective's range)
 };
 

@@ -36,18 +36,20 @@ std::string human_bytes(double b) {
 }
 
 // Measured (tests/train/estimates/memory_estimate_test.cpp): a job holds three fp64 matrices per
-// side (the factor, the basis or root, the carry or installed copy between parts) and a few
-// index vectors.
+// side (the factor, the basis or root, the carry or installed copy between parts; a QR carry's
+// columns are padded by 8 entries) and a few index vectors.
 double refresh_job_bytes(int64_t rows, int64_t cols) {
-  return 3.0 * sizeof(double) * static_cast<double>(rows * rows + cols * cols) + 16.0 * static_cast<double>(rows + cols);
+  return 3.0 * sizeof(double) * static_cast<double>(rows * rows + cols * cols) +
+         (16.0 + 8.0 * sizeof(double)) * static_cast<double>(rows + cols);
 }
 
-// The workspace's own scratch (four n x n fp64 matrices and some vectors, measured) and what it
+// The workspace's own scratch (four n x n fp64 matrices, one with padded columns, and some
+// vectors, measured) and what it
 // keeps for LAPACK: the column-major copy (n^2) and dsyevd's work arrays (1 + 6n + 2n^2 doubles,
 // 3 + 5n ints; geqrf's and orgqr's are smaller).
 double refresh_workspace_bytes(int64_t n) {
   const double nn = static_cast<double>(n * n), nd = static_cast<double>(n);
-  return sizeof(double) * (4.0 * nn + 2.0 * nd) + sizeof(double) * (nn + 1.0 + 6.0 * nd + 2.0 * nn) +
+  return sizeof(double) * (4.0 * nn + 10.0 * nd) + sizeof(double) * (nn + 1.0 + 6.0 * nd + 2.0 * nn) +
          sizeof(int) * (3.0 + 5.0 * nd);
 }
 
