@@ -380,7 +380,8 @@ TEST(MatrixFunctionsFloat32, QrRefreshOfFp64DataMatchesFp64) {
 }
 
 // ---- LAPACK on the workspace: the same routines LAPACKE's row-major drivers call, on the
-// workspace's transposed copy and work arrays instead of ones allocated on every call.
+// workspace's transposed copy (a QR refresh: its padded column-major carry) and work arrays
+// instead of ones allocated on every call.
 
 namespace {
 
