@@ -92,16 +92,18 @@ class BlockBackend {
   // minutes at OLMo-1B's size), and with the host's rule on a copy when that fails.
   virtual matfn::Status initial_eigenbasis(int64_t d, const float* F, float* Q, matfn::Precision precision) const = 0;
   // A refresh's matrix functions computed by the backend itself on fp64 host arrays (their
-  // contracts: matrix_functions.hpp qr_refresh, inverse_root_eigh): true when it computed (the
-  // status is then the function's), false when it has none (the host's then run). The host
-  // backend has none; the CUDA backend computes with cuSOLVER in fp64 on the device, for native
-  // mode's inline refreshes (the shadow pipeline's host workers never call these).
-  virtual bool qr_refresh(int /*n*/, const double* /*L*/, double* /*Q*/, std::vector<int>& /*perm*/, bool /*sort*/,
-                          matfn::Status& /*status*/) const {
+  // contracts: matrix_functions.hpp qr_refresh, inverse_root_eigh), in `precision`
+  // (optim.refresh_dtype: for float32 the inputs are rounded to fp32 and the result widened, as
+  // the host's functions do): true when it computed (the status is then the function's), false
+  // when it has none (the host's then run). The host backend has none; the CUDA backend computes
+  // with cuSOLVER on the device, for native mode's inline refreshes (the shadow pipeline's host
+  // workers never call these).
+  virtual bool qr_refresh(matfn::Precision /*precision*/, int /*n*/, const double* /*L*/, double* /*Q*/,
+                          std::vector<int>& /*perm*/, bool /*sort*/, matfn::Status& /*status*/) const {
     return false;
   }
-  virtual bool inverse_root(int /*n*/, const double* /*A*/, double /*p*/, double /*eps*/, double* /*out*/,
-                            matfn::Status& /*status*/) const {
+  virtual bool inverse_root(matfn::Precision /*precision*/, int /*n*/, const double* /*A*/, double /*p*/,
+                            double /*eps*/, double* /*out*/, matfn::Status& /*status*/) const {
     return false;
   }
   // From now on the calling thread's device work (qr_refresh, inverse_root and their copies)

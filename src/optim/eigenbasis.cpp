@@ -69,7 +69,7 @@ bool EigenbasisBlock::refresh_on_backend(RefreshJob& job) const {
   if (!job.base_left_perm.empty() || !job.base_right_perm.empty()) return false;
   for (int side = 0; side < 2; ++side) {
     const RefreshSide s = refresh_side(job, side * matfn::kQrRefreshParts, matfn::kQrRefreshParts);
-    if (!backend_.qr_refresh(s.n, s.factor, s.basis.data(), s.perm, sort_, job.status)) return false;
+    if (!backend_.qr_refresh(p_.refresh_dtype, s.n, s.factor, s.basis.data(), s.perm, sort_, job.status)) return false;
     if (job.status != matfn::Status::Ok) break;
   }
   return true;

@@ -66,7 +66,7 @@ bool ShampooBlock::refresh_on_backend(RefreshJob& job) const {
   for (int side = 0; side < 2; ++side) {
     const RefreshSide s = refresh_side(job, side * matfn::kInverseRootEighParts, matfn::kInverseRootEighParts);
     s.root.resize(static_cast<size_t>(s.n) * s.n);
-    if (!backend_.inverse_root(s.n, s.factor, 4.0, p_.root_eps, s.root.data(), job.status)) return false;
+    if (!backend_.inverse_root(p_.refresh_dtype, s.n, s.factor, 4.0, p_.root_eps, s.root.data(), job.status)) return false;
     if (job.status != matfn::Status::Ok) break;
   }
   return true;

@@ -201,6 +201,37 @@ class CudaBlockBackend final : public BlockBackend {
     }
     return b.data();
   }
+  // A native refresh's matrix function on the device in `precision`: the n x n host matrices
+  // `first` and `second` (may be null: then not uploaded) go to the device as its two arguments,
+  // compute(first, second) computes (returning a matfn::Status) and leaves its result in the
+  // second, which comes back into `result`. For float32 the arguments are rounded to fp32 on the
+  // device (round to nearest, as the host's fp32 functions round them) and the result widened.
+  template <class Compute>
+  static matfn::Status refresh_on_device(matfn::Precision precision, int n, const double* first,
+                                         const double* second, double* result, Compute compute) {
+    const size_t nn = static_cast<size_t>(n) * n;
+    // Two fp64 matrices, then, for float32, two fp32 ones in the room of a third.
+    double* d = refresh_memory((precision == matfn::Precision::Float32 ? 3 : 2) * nn);
+    cuda::copy_to_device(d, first, nn * sizeof(double));
+    if (second) cuda::copy_to_device(d + nn, second, nn * sizeof(double));
+    matfn::Status status;
+    if (precision == matfn::Precision::Float64) {
+      status = compute(d, d + nn);
+    } else {
+      float* f = reinterpret_cast<float*>(d + 2 * nn);
+      const int64_t in = static_cast<int64_t>(second ? 2 * nn : nn);
+      convert_kernel<<<grid_for(in), 256, 0, current_stream()>>>(d, in, f);
+      ASTERIA_CUDA_LAUNCH_CHECK();
+      status = compute(f, f + nn);
+      if (status == matfn::Status::Ok) {
+        convert_kernel<<<grid_for(static_cast<int64_t>(nn)), 256, 0, current_stream()>>>(
+            f + nn, static_cast<int64_t>(nn), d + nn);
+        ASTERIA_CUDA_LAUNCH_CHECK();
+      }
+    }
+    if (status == matfn::Status::Ok) cuda::copy_to_host(result, d + nn, nn * sizeof(double));
+    return status;
+  }
 
  public:
   bool on_device() const override { return true; }
@@ -344,22 +375,18 @@ class CudaBlockBackend final : public BlockBackend {
     // The thread's current stream for the rest of its life (its handles follow the current one).
     thread_local const cuda::StreamScope scope(new_background_stream());
   }
-  bool qr_refresh(int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
+  bool qr_refresh(matfn::Precision precision, int n, const double* L, double* Q, std::vector<int>& perm, bool sort,
                   matfn::Status& status) const override {
-    const size_t nn = static_cast<size_t>(n) * n;
-    double* d = refresh_memory(2 * nn);
-    cuda::copy_to_device(d, L, nn * sizeof(double));
-    cuda::copy_to_device(d + nn, Q, nn * sizeof(double));
-    status = matfn::cuda::qr_refresh<double>(n, d, d + nn, perm, sort);
-    if (status == matfn::Status::Ok) cuda::copy_to_host(Q, d + nn, nn * sizeof(double));
+    status = refresh_on_device(precision, n, L, Q, Q, [&](auto* factor, auto* basis) {
+      return matfn::cuda::qr_refresh(n, factor, basis, perm, sort);
+    });
     return true;
   }
-  bool inverse_root(int n, const double* A, double p, double eps, double* out, matfn::Status& status) const override {
-    const size_t nn = static_cast<size_t>(n) * n;
-    double* d = refresh_memory(2 * nn);
-    cuda::copy_to_device(d, A, nn * sizeof(double));
-    status = matfn::cuda::inverse_root_eigh<double>(n, d, p, eps, d + nn);
-    if (status == matfn::Status::Ok) cuda::copy_to_host(out, d + nn, nn * sizeof(double));
+  bool inverse_root(matfn::Precision precision, int n, const double* A, double p, double eps, double* out,
+                    matfn::Status& status) const override {
+    status = refresh_on_device(precision, n, A, nullptr, out, [&](auto* factor, auto* root) {
+      return matfn::cuda::inverse_root_eigh(n, factor, p, eps, root);
+    });
     return true;
   }
 

@@ -72,7 +72,9 @@ std::vector<std::string> sweep(const Config& c) {
     // tiers, recompute and parking the jobs never do; the head chunk says for itself.
     bool math = false;
     for (const PlacementPart& part : p.parts) {
-      if (part.key != "model.head_chunk") EXPECT_EQ(part.changes_math, rank_of(part.key) >= 4) << part.key;
+      if (part.key != "model.head_chunk") {
+        EXPECT_EQ(part.changes_math, rank_of(part.key) >= 4) << part.key;
+      }
       math = math || part.changes_math;
     }
     EXPECT_EQ(p.changes_math, math);
