@@ -205,7 +205,8 @@ class CudaBlockBackend final : public BlockBackend {
   // `first` and `second` (may be null: then not uploaded) go to the device as its two arguments,
   // compute(first, second) computes (returning a matfn::Status) and leaves its result in the
   // second, which comes back into `result`. For float32 the arguments are rounded to fp32 on the
-  // device (round to nearest, as the host's fp32 functions round them) and the result widened.
+  // device (round to nearest, as the host's fp32 functions round them) and the result widened;
+  // when fp32 fails it is computed again in fp64, as the host retries (matrix_functions.hpp).
   template <class Compute>
   static matfn::Status refresh_on_device(matfn::Precision precision, int n, const double* first,
                                          const double* second, double* result, Compute compute) {
@@ -214,10 +215,9 @@ class CudaBlockBackend final : public BlockBackend {
     double* d = refresh_memory((precision == matfn::Precision::Float32 ? 3 : 2) * nn);
     cuda::copy_to_device(d, first, nn * sizeof(double));
     if (second) cuda::copy_to_device(d + nn, second, nn * sizeof(double));
-    matfn::Status status;
-    if (precision == matfn::Precision::Float64) {
-      status = compute(d, d + nn);
-    } else {
+    matfn::Status status = matfn::Status::LapackError;
+    if (precision == matfn::Precision::Float32) {
+      // The fp64 arguments stay as they were for the retry.
       float* f = reinterpret_cast<float*>(d + 2 * nn);
       const int64_t in = static_cast<int64_t>(second ? 2 * nn : nn);
       convert_kernel<<<grid_for(in), 256, 0, current_stream()>>>(d, in, f);
@@ -229,6 +229,7 @@ class CudaBlockBackend final : public BlockBackend {
         ASTERIA_CUDA_LAUNCH_CHECK();
       }
     }
+    if (status != matfn::Status::Ok) status = compute(d, d + nn);
     if (status == matfn::Status::Ok) cuda::copy_to_host(result, d + nn, nn * sizeof(double));
     return status;
   }
