@@ -11,7 +11,8 @@
 #     warm-up, optim_s, the refreshes' time on the compute lane, and each optimizer's per-step
 #     matrix products (run_info.json's optimizer_step_matmul_flops) over optim_s against the same
 #     GEMM rate.
-# Writes bench/results/blas-kernels/<cpu>/summary.md (one folder per CPU kind).
+# Writes bench/results/blas-kernels/<cpu>/summary.md (one folder per CPU kind; ASTERIA_BENCH_OUT
+# names another, e.g. for a run under a set OPENBLAS_CORETYPE).
 #   bench/blas_kernels.sh [STEPS] [ROUNDS]     (defaults 40 and 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ TOKENS=$(bench_tokens)
 WORK=$(mktemp -d /tmp/asteria-blas-kernels.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 CPU=$(cpu_kind)
-OUT=bench/results/blas-kernels/$CPU
+OUT=${ASTERIA_BENCH_OUT:-bench/results/blas-kernels/$CPU}
 run() {  # NAME CONFIG STEPS SETS...
   local name=$1 config=$2 steps=$3
   shift 3

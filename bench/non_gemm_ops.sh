@@ -7,7 +7,7 @@
 #     CMakeLists.txt's ASTERIA_AVX2) against the same sources built for AVX-512 (-mavx512f/bw/vl/dq,
 #     512-bit vectors preferred) into build-avx512/, ROUNDS interleaved rounds, medians.
 # On a CPU without AVX-512 only the profile is taken. Writes
-# bench/results/non-gemm-ops/<cpu>-family<F>-model<M>/summary.md.
+# bench/results/non-gemm-ops/<cpu>-family<F>-model<M>/summary.md (ASTERIA_BENCH_OUT names another folder).
 #   bench/non_gemm_ops.sh [ROUNDS]     (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ TOKENS=$(bench_tokens)
 WORK=$(mktemp -d /tmp/asteria-non-gemm.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 CPU=$(cpu_kind)
-OUT=bench/results/non-gemm-ops/$CPU
+OUT=${ASTERIA_BENCH_OUT:-bench/results/non-gemm-ops/$CPU}
 if command -v perf > /dev/null && perf record -o "$WORK/probe.data" true > /dev/null 2>&1; then
   perf record -F 499 -o "$WORK/perf.data" build/bin/asteria-train --config configs/bench-small-adamw.yaml \
     --set "data.train=$TOKENS" --set data.eval= --set train.steps=40 --set train.warmup_steps=0 \
