@@ -1,13 +1,12 @@
 // SOAP, Shampoo and KL-Shampoo on the CUDA block backend (optim/block_backend.hpp) against the
-// same optimizer on the host: the same
-// layer (blocks whose first factors have full rank, a 1-D part for AdamW), gradients and schedule for 14 steps
-// with refreshes every 3, in each optim.refresh_dtype (the device's inline refreshes compute in it
-// as the host's do). Both are fp32; the device's products round in their own order and its
-// first eigenbases come from cuSOLVER, whose eigenvectors may differ in sign and, within
-// near-degenerate eigenvalues, in direction, which the directions do not see at first order. (In a
-// rank-deficient factor's null space the eigenvectors are the solver's rounding noise and SOAP's
-// per-coordinate update sees which basis it chose: tests/optim/block_backend_test.cpp
-// a_full_rank_layer.)
+// same optimizer on the host: the same layer (blocks whose first factors have full rank, a 1-D
+// part for AdamW), gradients and schedule for 14 steps with refreshes every 3, in each
+// optim.refresh_dtype (the device's inline refreshes compute in it as the host's do). Both are
+// fp32; the device's products round in their own order and its first eigenbases come from
+// cuSOLVER, whose eigenvectors may differ in sign and, within near-degenerate eigenvalues, in
+// direction, which the directions do not see at first order. (In a rank-deficient factor's null
+// space the eigenvectors are the solver's rounding noise and SOAP's per-coordinate update sees
+// which basis it chose: tests/optim/block_backend_test.cpp a_full_rank_layer.)
 // The parameters' displacement from the start agrees within 1e-3 relative (a wrong basis
 // change, moment, install or update is off by tens of percents). Skipped without a device.
 #include <gtest/gtest.h>
