@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The layering of src/: a folder includes only from itself and the folders below it. The order,
 # lowest first, is written here once (docs/architecture.md explains each):
-#   core  comm  data  model  optim  runtime  fsdp  config  train
+#   core  comm  data  model  hf  optim  runtime  fsdp  config  train
 # Exits non-zero naming every include that points up (ctest: layering.src).
 set -euo pipefail
 cd "$(dirname "$0")/../src"
-order=(core comm data model optim runtime fsdp config train)
+order=(core comm data model hf optim runtime fsdp config train)
 declare -A level
 for i in "${!order[@]}"; do level[${order[$i]}]=$i; done
 bad=0

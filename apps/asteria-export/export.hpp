@@ -1,7 +1,7 @@
 #pragma once
 // One export: checkpoint folder -> Hugging Face-style model folder.
-//   OUT/config.json          hf_config.hpp
-//   OUT/model.safetensors    hf_layout.hpp (names, splits), safetensors_writer.hpp (format)
+//   OUT/config.json          src/hf/hf_config.hpp
+//   OUT/model.safetensors    src/hf/hf_tensor_map.hpp (names, splits), src/hf/safetensors.hpp (format)
 //   OUT/tokenizer.model      the tokenizer (tokenizer_export.hpp), when one is given or found
 //   OUT/tokenizer_note.json  its ids as sentencepiece reports them, or why there is none
 // Everything is read and checked before anything is written: a refusal (unsupported model,

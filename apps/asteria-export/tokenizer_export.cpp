@@ -3,9 +3,9 @@
 #include <sentencepiece_processor.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.hpp"
+#include "data/tokenizer.hpp"
 
 namespace asteria::export_cli {
 
@@ -38,33 +38,14 @@ TokenizerInfo inspect(const std::string& path, const std::string& found_by, cons
   return t;
 }
 
-// The "tokenizer" that data.json (next to the token file) names, if any.
-std::optional<std::string> tokenizer_from_data_json(const fs::path& data_json) {
-  std::ifstream in(data_json);
-  if (!in) return std::nullopt;
-  try {
-    const auto meta = nlohmann::json::parse(in);
-    if (meta.contains("tokenizer") && meta["tokenizer"].is_string())
-      return meta["tokenizer"].get<std::string>();
-  } catch (const nlohmann::json::exception&) {
-    // Not ours to validate: fall back to tokenizer.model next to it.
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<TokenizerInfo> locate_tokenizer(const Config& cfg, const std::string& explicit_path) {
   if (!explicit_path.empty()) return inspect(explicit_path, "--tokenizer", cfg.model);
-  if (cfg.data.train.empty()) return std::nullopt;
-  const fs::path folder = fs::path(cfg.data.train).parent_path();
-  const fs::path data_json = folder / "data.json";
-  if (auto named = tokenizer_from_data_json(data_json); named && fs::exists(*named))
-    return inspect(*named, "named by " + data_json.string(), cfg.model);
-  const fs::path beside = folder / "tokenizer.model";
-  if (fs::exists(beside))
-    return inspect(beside.string(), "next to data.train " + cfg.data.train, cfg.model);
-  return std::nullopt;
+  std::string found_by;
+  const std::optional<std::string> path = tokenizer_beside(cfg.data.train, &found_by);
+  if (!path) return std::nullopt;
+  return inspect(*path, found_by, cfg.model);
 }
 
 nlohmann::ordered_json tokenizer_note(const std::optional<TokenizerInfo>& tok,

@@ -13,6 +13,7 @@
 
 #include "core/cuda_visibility.hpp"
 #include "core/error.hpp"
+#include "hf/hf_config.hpp"
 #include "runtime/coherence_registry.hpp"
 #include "config/config_schema.hpp"
 
@@ -367,8 +368,59 @@ void collect_keys(const YAML::Node& n, const std::string& key, std::set<std::str
     collect_keys(it->second, key.empty() ? it->first.Scalar() : key + "." + it->first.Scalar(), out);
 }
 
-Config read_tree(YAML::Node root, const std::string& source,
-                 const std::vector<std::string>& overrides) {
+// A model field's value as messages show it.
+std::string value_text(int v) { return std::to_string(v); }
+std::string value_text(double v) { return number_text(v); }
+std::string value_text(bool v) { return v ? "true" : "false"; }
+template <class E>
+std::string value_text(E v) { return to_string(v); }
+
+// model.init_from: the folder's config.json sets every architecture key; one the config (or its
+// preset) sets too must agree. seq_len and vocab_size are the run's own choice (the context it
+// trains at; the tokenizer's ids, <= the rows); without one they take max_position_embeddings
+// and the rows.
+void resolve_init_from(Config& cfg, const YAML::Node& root, const Origins& origins) {
+  ModelConfig& m = cfg.model;
+  const YAML::Node model = root["model"];
+  hf::HfModelConfig hf;
+  try {
+    hf = hf::read_config(m.init_from);
+  } catch (const Error& e) {
+    fail(origins.where("model.init_from", model ? model["init_from"] : YAML::Node()), ": model.init_from: ", e.what());
+  }
+  const bool preset = !m.preset.empty();
+  auto set_here = [&](const std::string& key) -> std::string {
+    if (cfg.was_given("model." + key)) return origins.where("model." + key, model ? model[key] : YAML::Node());
+    if (preset) return "model.preset " + m.preset;
+    return "";
+  };
+  auto take = [&](const std::string& key, const std::string& from, auto ModelConfig::*field) {
+    const std::string where = set_here(key);
+    if (!where.empty() && m.*field != hf.model.*field)
+      fail(where, ": model.", key, " is ", value_text(m.*field), " but model.init_from's ", hf.path, " gives ",
+           value_text(hf.model.*field), " (", from, "); remove model.", key, " or make them agree");
+    m.*field = hf.model.*field;
+  };
+  for (const auto& [key, from] : hf.determines) {
+    if (key == "d_model") take(key, from, &ModelConfig::d_model);
+    else if (key == "n_layers") take(key, from, &ModelConfig::n_layers);
+    else if (key == "n_heads") take(key, from, &ModelConfig::n_heads);
+    else if (key == "mlp_hidden") take(key, from, &ModelConfig::mlp_hidden);
+    else if (key == "embedding_size") take(key, from, &ModelConfig::embedding_size);
+    else if (key == "rope_theta") take(key, from, &ModelConfig::rope_theta);
+    else if (key == "tied_embeddings") take(key, from, &ModelConfig::tied_embeddings);
+    else if (key == "norm") take(key, from, &ModelConfig::norm);
+    else if (key == "norm_placement") take(key, from, &ModelConfig::norm_placement);
+    else if (key == "qk_norm") take(key, from, &ModelConfig::qk_norm);
+    else if (key == "norm_eps") take(key, from, &ModelConfig::norm_eps);
+    else ASTERIA_ASSERT(false, "config.json key for model.", key);
+  }
+  if (set_here("seq_len").empty()) m.seq_len = hf.model.seq_len;
+  if (set_here("vocab_size").empty()) m.vocab_size = hf.model.vocab_size;
+}
+
+Config read_tree(YAML::Node root, const std::string& source, const std::vector<std::string>& overrides,
+                 bool read_init_from) {
   Origins origins{source, {}};
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) fail(source, ": the top level must be a mapping of sections");
@@ -418,21 +470,32 @@ Config read_tree(YAML::Node root, const std::string& source,
     for (auto& k : known) all += (all.empty() ? "" : ", ") + k;
     fail(origins.where(key, it->first), ": unknown key '", excerpt(key), "' (known top-level keys: ", all, ")");
   }
+  if (read_init_from && !cfg.model.init_from.empty()) resolve_init_from(cfg, root, origins);
   check_and_resolve(cfg, source);
   return cfg;
 }
 
 }  // namespace
 
-Config load_config_text(const std::string& yaml, const std::string& source_name,
-                        const std::vector<std::string>& overrides) {
-  YAML::Node root;
+namespace {
+
+YAML::Node parse_yaml(const std::string& yaml, const std::string& source_name) {
   try {
-    root = YAML::Load(yaml);
+    return YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
     fail(source_name, ":", e.mark.line + 1, ": invalid YAML: ", e.msg);
   }
-  return read_tree(root, source_name, overrides);
+}
+
+}  // namespace
+
+Config load_config_text(const std::string& yaml, const std::string& source_name,
+                        const std::vector<std::string>& overrides) {
+  return read_tree(parse_yaml(yaml, source_name), source_name, overrides, /*read_init_from=*/true);
+}
+
+Config load_saved_config(const std::string& yaml, const std::string& source_name) {
+  return read_tree(parse_yaml(yaml, source_name), source_name, {}, /*read_init_from=*/false);
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {

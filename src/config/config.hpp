@@ -3,7 +3,8 @@
 //
 // Loading (load_config): YAML file -> dotted overrides (--set a.b=v) applied on the tree ->
 // `model.preset` fills the model section -> every known field read with its type and range
-// checked -> any key left over is an error. Every error names the key and where it came from
+// checked -> any key left over is an error -> `model.init_from`'s config.json sets the model's
+// architecture (hf/hf_config.hpp; a key the config or its preset sets must agree with it). Every error names the key and where it came from
 // (FILE:LINE, or the --set argument) and is thrown as asteria::Error.
 // The field list of each section is written once (config_schema.hpp) and used both to read and
 // to write the resolved config, so the two can never disagree.
@@ -213,6 +214,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 // Same from YAML text (tests); `source_name` stands for the file name in messages.
 Config load_config_text(const std::string& yaml, const std::string& source_name,
                         const std::vector<std::string>& overrides = {});
+// A resolved config as config_to_yaml wrote it (a checkpoint's manifest): read as load_config_text
+// reads, except that model.init_from's folder is not read again (its config.json's values are
+// already the model's fields; the folder need not exist any more).
+Config load_saved_config(const std::string& yaml, const std::string& source_name);
 // The fully resolved config as YAML that load_config reads back to the same Config.
 std::string config_to_yaml(const Config& cfg);
 

@@ -24,12 +24,16 @@ const std::map<std::string, std::string> kMeanings = {
     {"seed", "seed of the initialization and of the training data's order"},
     // model
     {"model.preset", "named model whose values become the defaults of the other model keys (read first)"},
+    {"model.init_from",
+     "a Hugging Face OlmoForCausalLM / Olmo2ForCausalLM folder a fresh run starts from: its config.json sets the "
+     "architecture (model keys the config also sets must agree), its safetensors the first parameters; optimizer "
+     "state and counters start fresh; not read on resume"},
     {"model.d_model", "width of the residual stream"},
     {"model.n_layers", "transformer blocks"},
     {"model.n_heads", "attention heads; must divide d_model, and d_model / n_heads must be even (RoPE)"},
     {"model.mlp_hidden", "SwiGLU hidden size F (the up projection has 2F outputs)"},
     {"model.vocab_size", "tokenizer vocabulary: every token id must be below it"},
-    {"model.embedding_size", "rows of the embedding (the vocabulary padded; OLMo pads to 128); >= vocab_size"},
+    {"model.embedding_size", "rows of the embedding and the LM head, the width the softmax runs over as in OLMo (the vocabulary padded; OLMo pads to 128); >= vocab_size"},
     {"model.seq_len", "context length in tokens"},
     {"model.rope_theta", "RoPE base"},
     {"model.norm", "layernorm (OLMo-1, without weights) or rmsnorm"},
@@ -38,7 +42,7 @@ const std::map<std::string, std::string> kMeanings = {
     {"model.tied_embeddings", "the LM head reuses the token embedding"},
     {"model.z_loss", "coefficient of mean(logsumexp^2) added to the loss; 0 = off"},
     {"model.head_chunk",
-     "rows of the LM head and loss computed at once: 0 = the whole micro-batch ([N, V] logits kept), "
+     "rows of the LM head and loss computed at once: 0 = the whole micro-batch ([N, E] logits kept), "
      "k > 0 = chunks of k rows recomputed in the backward (execution only)"},
     {"model.attention",
      "tiled: the backward recomputes the probabilities a block of rows at a time; full: the [B, NH, T, T] "

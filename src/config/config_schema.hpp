@@ -67,6 +67,7 @@ template <class V>
 void visit(V& v, ModelConfig& m) {
   // `preset` is read first by the reader (it sets every other field's default).
   v.field("preset", m.preset, any());
+  v.field("init_from", m.init_from, any());
   v.field("d_model", m.d_model, at_least(1));
   v.field("n_layers", m.n_layers, at_least(1));
   v.field("n_heads", m.n_heads, at_least(1));

@@ -2,6 +2,10 @@
 
 #include <sentencepiece_processor.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 
 namespace asteria {
@@ -40,6 +44,28 @@ std::string Tokenizer::piece(int32_t id) const {
   ASTERIA_CHECK(id >= 0 && id < vocab_size(), "tokenizer ", path_, ": id ", id,
                 " is outside the vocabulary of ", vocab_size());
   return sp_->IdToPiece(id);
+}
+
+std::optional<std::string> tokenizer_beside(const std::string& token_file, std::string* found_by) {
+  namespace fs = std::filesystem;
+  if (token_file.empty()) return std::nullopt;
+  const fs::path folder = fs::path(token_file).parent_path();
+  const fs::path data_json = folder / "data.json";
+  if (std::ifstream in(data_json); in) {
+    try {
+      const auto meta = nlohmann::json::parse(in);
+      if (meta.contains("tokenizer") && meta["tokenizer"].is_string() && fs::exists(meta["tokenizer"].get<std::string>())) {
+        if (found_by) *found_by = "named by " + data_json.string();
+        return meta["tokenizer"].get<std::string>();
+      }
+    } catch (const nlohmann::json::exception&) {
+      // Not ours to validate here: fall back to tokenizer.model beside it.
+    }
+  }
+  const fs::path beside = folder / "tokenizer.model";
+  if (!fs::exists(beside)) return std::nullopt;
+  if (found_by) *found_by = "next to data.train " + token_file;
+  return beside.string();
 }
 
 }  // namespace asteria

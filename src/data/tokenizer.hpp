@@ -5,6 +5,7 @@
 // asteria::Error naming the file.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,5 +37,11 @@ class Tokenizer {
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   int32_t eos_id_ = -1;
 };
+
+// The tokenizer `asteria-data encode` made a token file with: the one data.json beside the file
+// names (when it exists), else tokenizer.model in the file's folder (scripts/prepare_data.sh's
+// layout); how it was found goes to *found_by ("named by DIR/data.json", "next to data.train
+// FILE"). nullopt when there is neither.
+std::optional<std::string> tokenizer_beside(const std::string& token_file, std::string* found_by = nullptr);
 
 }  // namespace asteria

@@ -59,7 +59,7 @@ HeadActivationLayout head_activation_layout(const ModelConfig& cfg, int batch) {
   l.rstd = c.take(N);
   // Chunked: one chunk's logits, recomputed in the backward.
   const size_t rows = cfg.head_chunk > 0 ? std::min(N, static_cast<size_t>(cfg.head_chunk)) : N;
-  l.logits = c.take(rows * cfg.vocab_size);
+  l.logits = c.take(rows * cfg.embedding_size);
   l.total = c.total;
   return l;
 }

@@ -1,11 +1,13 @@
 #pragma once
 // The head layer: final norm, LM head and loss.
-//   xf = norm_f(x); logits = xf W[0:V]^T; loss = CE(logits, targets) + z_loss * mean(lse^2)
-// W is lm_head [E, C] (untied) or wte [E, C] (tied). Only the first V = vocab_size rows take
-// part: padded embedding rows get no logits and no gradient (token ids are always < V).
-// model.head_chunk 0: the forward keeps dL/dlogits [N, V] (fused cross-entropy) for the
+//   xf = norm_f(x); logits = xf W^T; loss = CE(logits, targets) + z_loss * mean(lse^2)
+// W is lm_head [E, C] (untied) or wte [E, C] (tied), every one of its E = embedding_size rows:
+// as in OLMo (olmo/model.py, OLMo-core's LMHead) and Hugging Face's OLMo classes, the softmax and
+// the z-loss's logsumexp run over the padded width too. No target is ever a padding row (ids are
+// < vocab_size), so training pushes their logits down and they learn from every token.
+// model.head_chunk 0: the forward keeps dL/dlogits [N, E] (fused cross-entropy) for the
 // backward. k > 0: rows in chunks of k; the forward computes each chunk's loss and drops its
-// logits, the backward computes them again chunk by chunk (one more [k, C] x [C, V] GEMM per
+// logits, the backward computes them again chunk by chunk (one more [k, C] x [C, E] GEMM per
 // chunk), so the logits of the whole micro-batch never exist. The same rows give the same
 // dL/dlogits either way; the loss sums round in another order.
 #include <cstdint>

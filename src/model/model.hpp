@@ -109,7 +109,7 @@ class Model {
   double last_z_loss() const;
 
   // The final norm's output xf [B*T, C] of the last head forward, row n = b*T + t. The head does
-  // not keep its logits (they are overwritten by their gradient); logits = xf W[0:V]^T with W
+  // not keep its logits (they are overwritten by their gradient); logits = xf W^T [B*T, E] with W
   // the LM head (lm_head, or wte when tied). For checks against other implementations (export).
   const T* last_final_hidden() const;
 

@@ -16,12 +16,16 @@ enum class AttentionKind { Full, Tiled };
 
 struct ModelConfig {
   std::string preset;           // name of the preset the fields started from ("" = none)
+  // A Hugging Face OlmoForCausalLM / Olmo2ForCausalLM folder a fresh run starts from ("" = the
+  // init): its config.json sets the architecture (config/config.hpp), its weights the first
+  // parameters (hf/hf_weights.hpp). Not read on resume.
+  std::string init_from;
   int d_model = 64;
   int n_layers = 2;
   int n_heads = 2;
   int mlp_hidden = 256;          // SwiGLU hidden size F (the up projection has 2F outputs)
   int vocab_size = 512;          // tokenizer vocabulary: every token id must be below it
-  int embedding_size = 512;      // rows of the embedding (vocab padded, OLMo pads to 128)
+  int embedding_size = 512;      // rows of the embedding and LM head: the softmax's width (vocab padded, OLMo pads to 128)
   int seq_len = 64;              // context length
   double rope_theta = 10000.0;
   NormKind norm = NormKind::LayerNorm;

@@ -38,6 +38,15 @@ void HostTraining::init(uint64_t seed) {
   }
 }
 
+void HostTraining::init_from(const ParamSource& source) {
+  for (int l = 0; l < model_.num_layers(); ++l) {
+    if (sharding_.sharded())
+      source.fill(l, sharding_.offset(l), sharding_.count(l), sharding_.shard_params(l));
+    else
+      source.fill(l, 0, model_.table(l).numel, model_.params(l));
+  }
+}
+
 void HostTraining::bind_sharded_ops(Executor& executor, int micro_batches) { layers_->bind_ops(executor, micro_batches); }
 
 void HostTraining::backward(int l, double grad_scale) {

@@ -10,6 +10,7 @@
 #include "fsdp/layer_slots.hpp"
 #include "fsdp/sharding.hpp"
 #include "model/model.hpp"
+#include "model/param_source.hpp"
 #include "optim/optimizer.hpp"
 #include "runtime/executor.hpp"
 #include "train/sharded_layers.hpp"
@@ -29,6 +30,9 @@ class HostTraining final : public TrainingTarget {
   // Sharded: every rank computes each whole initial layer (a pure function of the seed) and keeps
   // its part. Whole: the model initializes itself.
   void init(uint64_t seed);
+  // The first parameters from a pretrained model instead (model.init_from): each rank asks the
+  // source for the rows it keeps (its shards, or every layer whole), nothing more.
+  void init_from(const ParamSource& source);
 
   // Sharded: the comm lane's handlers (gather, release, reduce_scatter); `micro_batches`: the
   // reduce_scatter of the last one also reduces the shard over the replicas (hybrid).

@@ -23,7 +23,7 @@ std::string check_run_dir(const Config& cfg, bool writer) {
     std::fprintf(stderr, "asteria-train: note: no checkpoint under %s/checkpoints; starting fresh\n", cfg.run.dir.c_str());
   if (!resume_dir.empty()) {
     const Manifest m = read_manifest((fs::path(resume_dir) / "manifest.json").string());
-    const Config saved = load_config_text(m.config, resume_dir + "/manifest.json");
+    const Config saved = load_saved_config(m.config, resume_dir + "/manifest.json");
     check_resume_compatible(saved, cfg, m, resume_dir);
   } else if (!cfg.run.overwrite && !restart && fs::exists(fs::path(cfg.run.dir) / "metrics.jsonl")) {
     fail("run.dir '", cfg.run.dir, "' already holds a run (metrics.jsonl); choose another run.dir, "

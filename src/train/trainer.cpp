@@ -23,6 +23,7 @@
 #include "data/token_file.hpp"
 #include "fsdp/sharding.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
+#include "hf/hf_weights.hpp"
 #include "model/model.hpp"
 #include "optim/optimizer_factory.hpp"
 #include "runtime/coherence.hpp"
@@ -100,6 +101,7 @@ struct Trainer::Impl {
   std::unique_ptr<Communicator> device_replicas;   // NCCL, with device and several ranks
   std::unique_ptr<Checkpointer> checkpointer;   // null with checkpoint.enabled false
   std::string resume_dir;                       // the checkpoint restored, or ""
+  std::unique_ptr<hf::HfWeights> pretrained;    // model.init_from at a fresh start: checked before allocating
   Placement placement;                          // what runtime.placement chose (cfg has it applied)
   MemoryWatch memory_watch;                     // injected, or empty: the machine's
   std::unique_ptr<PlacementWatch> placement_watch;   // placement and memory_limit auto: re-placed under pressure
@@ -127,6 +129,8 @@ struct Trainer::Impl {
     join_world(world_comm);
     place();
     resume_dir = check_run_dir(cfg, writer());
+    if (resume_dir.empty() && !cfg.model.init_from.empty())
+      pretrained = std::make_unique<hf::HfWeights>(cfg.model.init_from, cfg.model);
     // Before anything model-sized is allocated: refuse a run the machine cannot hold (on the GPU
     // a rank's host side: its image, whole or its shards).
     const int ranks_here = topo.uniform ? topo.ranks_per_node : 1;
@@ -263,7 +267,16 @@ struct Trainer::Impl {
     const bool on_device = cfg.runtime.backend == BackendKind::Cuda;
     host = std::make_unique<HostTraining>(*model, *optimizer, *sharding, cfg.distributed.prefetch, cfg.distributed.timeout_s,
                                           /*init_only=*/on_device);
-    host->init(cfg.seed);
+    if (pretrained) {
+      Timer t;
+      host->init_from(*pretrained);
+      if (writer())
+        std::fprintf(stderr, "asteria-train: parameters from %s in %.1f s; optimizer state and counters start fresh\n",
+                     pretrained->describe().c_str(), t.seconds());
+      pretrained.reset();   // the files unmapped: nothing of them stays
+    } else {
+      host->init(cfg.seed);
+    }
     target = host.get();
     if (on_device) {
       // The device side is allocated now and filled after the restore.

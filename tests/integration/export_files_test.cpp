@@ -35,38 +35,6 @@ double half_bf16_ulp(double x) {
   return std::ldexp(1.0, e - 9);
 }
 
-// A corpus with a bounded alphabet, so a 300-piece tokenizer trains in a moment.
-void write_corpus(const std::string& path) {
-  const char* words[] = {"the", "whale", "ship", "sea", "captain", "sailed", "over", "deep",
-                         "waters", "and", "harpoon", "crew", "watched", "white", "storm"};
-  std::ofstream out(path);
-  uint32_t x = 12345;
-  for (int d = 0; d < 9; ++d) {
-    std::string text;
-    for (int w = 0; w < 120; ++w) {
-      x = x * 1103515245u + 12345u;
-      if (w) text += ' ';
-      text += words[(x >> 16) % 15];
-    }
-    out << nlohmann::json{{"source", "test"}, {"title", std::to_string(d)}, {"text", text + "."}}.dump()
-        << "\n";
-  }
-}
-
-// dir/data/{tokenizer.model, train.bin, val.bin, data.json}, as scripts/prepare_data.sh lays out.
-void prepare_data(const TempDir& dir) {
-  write_corpus(dir.file("corpus.jsonl"));
-  const std::string bin = std::string(ASTERIA_BIN_DIR) + "/asteria-data";
-  std::string log;
-  ASSERT_EQ(run_command(bin + " train-tokenizer --corpus " + dir.file("corpus.jsonl") +
-                            " --vocab-size 300 --output " + dir.file("data/tokenizer"), &log), 0)
-      << log;
-  ASSERT_EQ(run_command(bin + " encode --corpus " + dir.file("corpus.jsonl") + " --tokenizer " +
-                            dir.file("data/tokenizer.model") + " --output-dir " + dir.file("data") +
-                            " --val-every 3", &log), 0)
-      << log;
-}
-
 }  // namespace
 
 TEST(Export, Bf16TensorsAreFp32RoundedToNearest) {
@@ -101,12 +69,12 @@ TEST(Export, Bf16TensorsAreFp32RoundedToNearest) {
   }
   EXPECT_GT(checked, 100000u);
 
-  // The numpy forward reads BF16 too; its logits stay near the fp32 ones.
+  // The reference reads BF16 too; its logits stay near the fp32 ones.
   const ModelConfig mc = export_config({}).model;
   write_tokens(dir.file("tokens.txt"), random_tokens(mc, 1, 8), mc.seq_len);
-  ASSERT_EQ(run_command(numpy_forward_command(dir.file("f32"), dir.file("tokens.txt"), dir.file("l32")), &log), 0) << log;
-  ASSERT_EQ(run_command(numpy_forward_command(dir.file("b16"), dir.file("tokens.txt"), dir.file("l16")), &log), 0) << log;
-  const auto l32 = read_f64(dir.file("l32")), l16 = read_f64(dir.file("l16"));
+  ASSERT_EQ(run_command(hf_reference_command(dir.file("f32"), dir.file("tokens.txt"), dir.file("l32")), &log), 0) << log;
+  ASSERT_EQ(run_command(hf_reference_command(dir.file("b16"), dir.file("tokens.txt"), dir.file("l16")), &log), 0) << log;
+  const auto l32 = read_f64(dir.file("l32.f64")), l16 = read_f64(dir.file("l16.f64"));
   ASSERT_EQ(l32.size(), l16.size());
   double diff = 0, scale = 0;
   for (size_t i = 0; i < l32.size(); i++) {

@@ -2,6 +2,8 @@
 // Helpers for the asteria-export tests: a seeded tiny model with its norm weights moved away
 // from 1, a checkpoint folder written in the format the trainer writes (manifest.json +
 // rank00000.h5 with /params), Asteria's own logits, and the programs' command lines.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -82,39 +84,56 @@ inline void write_checkpoint(const std::string& dir, const Config& cfg, Model<fl
   std::filesystem::rename(written, dir);
 }
 
-// B sequences of seq_len ids below vocab_size, one per line (the Python script's input).
+// B sequences of seq_len + 1 ids below vocab_size, one per line (the reference's input: positions
+// 0 .. seq_len-1 are scored against ids 1 .. seq_len, as Asteria's inputs and targets).
 inline std::vector<int32_t> random_tokens(const ModelConfig& mc, int batch, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::vector<int32_t> ids(static_cast<size_t>(batch) * mc.seq_len);
+  std::vector<int32_t> ids(static_cast<size_t>(batch) * (mc.seq_len + 1));
   for (auto& t : ids) t = static_cast<int32_t>(rng() % mc.vocab_size);
   return ids;
 }
 
 inline void write_tokens(const std::string& path, const std::vector<int32_t>& ids, int seq_len) {
   std::ofstream out(path);
-  for (size_t i = 0; i < ids.size(); i++)
-    out << ids[i] << ((i + 1) % seq_len == 0 ? "\n" : " ");
+  for (size_t i = 0; i < ids.size(); i++) out << ids[i] << ((i + 1) % (seq_len + 1) == 0 ? "\n" : " ");
 }
 
-// Asteria's logits [B*T, V] in double: xf of the head times the first V rows of the LM head.
+// Asteria's inputs and targets of those sequences: each one's first seq_len ids, and its last.
+struct ModelBatch {
+  std::vector<int32_t> inputs, targets;
+};
+inline ModelBatch model_batch(const std::vector<int32_t>& ids, int seq_len) {
+  ModelBatch b;
+  for (size_t s = 0; s < ids.size() / (seq_len + 1); s++)
+    for (int t = 0; t < seq_len; t++) {
+      b.inputs.push_back(ids[s * (seq_len + 1) + t]);
+      b.targets.push_back(ids[s * (seq_len + 1) + t + 1]);
+    }
+  return b;
+}
+
+// Asteria's cross-entropy on the batch (the loss without a z-loss term, which HF's has not) and
+// its logits [B*T, E] in double: the head's final hidden state times every row of the LM head,
+// as the head computes them.
 template <class T>
-std::vector<double> asteria_logits(Model<T>& m, const std::vector<int32_t>& ids) {
+std::vector<double> asteria_logits(Model<T>& m, const ModelBatch& batch, double* ce_loss) {
   const ModelConfig& mc = m.config();
-  m.set_batch(ids.data(), ids.data());   // targets only feed the loss
+  m.set_batch(batch.inputs.data(), batch.targets.data());
   for (int l = 0; l < m.num_layers(); l++) m.forward(l);
+  *ce_loss = m.last_ce_loss();
   const T* xf = m.last_final_hidden();
   const T* w = m.params(0);   // wte
   if (!mc.tied_embeddings) {
     const ParamTable& head = m.table(m.num_layers() - 1);
     w = m.params(m.num_layers() - 1) + head.find("lm_head")->offset;
   }
-  const size_t N = ids.size(), C = mc.d_model, V = mc.vocab_size;
-  std::vector<double> logits(N * V);
+  const size_t N = batch.inputs.size(), C = mc.d_model, E = mc.embedding_size;
+  std::vector<double> logits(N * E);
   for (size_t n = 0; n < N; n++)
-    for (size_t v = 0; v < V; v++) {
+    for (size_t v = 0; v < E; v++) {
       double s = 0;
       for (size_t c = 0; c < C; c++) s += double(xf[n * C + c]) * double(w[v * C + c]);
-      logits[n * V + v] = s;
+      logits[n * E + v] = s;
     }
   return logits;
 }
@@ -123,10 +142,11 @@ inline std::string export_command(const std::string& args) {
   return std::string(ASTERIA_BIN_DIR) + "/asteria-export " + args;
 }
 
-inline std::string numpy_forward_command(const std::string& model_dir, const std::string& tokens,
-                                         const std::string& out) {
-  return "/usr/bin/python3 " + std::string(ASTERIA_SOURCE_DIR) +
-         "/tests/integration/hf_numpy_forward.py " + model_dir + " " + tokens + " " + out;
+// tests/integration/hf_torch_reference.py: writes OUT.f32, OUT.f64 (logits) and OUT.json (losses).
+inline std::string hf_reference_command(const std::string& model_dir, const std::string& tokens,
+                                        const std::string& out) {
+  return "/usr/bin/python3 " + std::string(ASTERIA_SOURCE_DIR) + "/tests/integration/hf_torch_reference.py " +
+         model_dir + " " + tokens + " " + out;
 }
 
 inline std::vector<double> read_f64(const std::string& path) {
@@ -136,16 +156,18 @@ inline std::vector<double> read_f64(const std::string& path) {
   return v;
 }
 
-// max |hf - asteria| / max |asteria| over the first V of HF's E logits per position.
-inline double relative_logit_error(const std::vector<double>& hf, const std::vector<double>& ast,
-                                   size_t positions, size_t V, size_t E) {
-  double diff = 0, scale = 0;
-  for (size_t n = 0; n < positions; n++)
-    for (size_t v = 0; v < V; v++) {
-      diff = std::max(diff, std::abs(hf[n * E + v] - ast[n * V + v]));
-      scale = std::max(scale, std::abs(ast[n * V + v]));
-    }
-  return diff / scale;
+// max |a - b| over every value, and max |b|.
+struct LogitDifference {
+  double max_abs = 0, scale = 0;
+  double relative() const { return max_abs / scale; }
+};
+inline LogitDifference logit_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  LogitDifference d;
+  for (size_t i = 0; i < a.size(); i++) {
+    d.max_abs = std::max(d.max_abs, std::abs(a[i] - b[i]));
+    d.scale = std::max(d.scale, std::abs(b[i]));
+  }
+  return d;
 }
 
 inline nlohmann::json read_json(const std::string& path) {
@@ -181,6 +203,38 @@ inline double safetensors_value(const SafetensorsFile& f, const std::string& nam
   float x;
   std::memcpy(&x, &bits, 4);
   return x;
+}
+
+// A corpus with a bounded alphabet, so a 300-piece tokenizer trains in a moment.
+inline void write_corpus(const std::string& path) {
+  const char* words[] = {"the", "whale", "ship", "sea", "captain", "sailed", "over", "deep",
+                         "waters", "and", "harpoon", "crew", "watched", "white", "storm"};
+  std::ofstream out(path);
+  uint32_t x = 12345;
+  for (int d = 0; d < 9; ++d) {
+    std::string text;
+    for (int w = 0; w < 120; ++w) {
+      x = x * 1103515245u + 12345u;
+      if (w) text += ' ';
+      text += words[(x >> 16) % 15];
+    }
+    out << nlohmann::json{{"source", "test"}, {"title", std::to_string(d)}, {"text", text + "."}}.dump()
+        << "\n";
+  }
+}
+
+// dir/data/{tokenizer.model, train.bin, val.bin, data.json}, as scripts/prepare_data.sh lays out.
+inline void prepare_data(const TempDir& dir) {
+  write_corpus(dir.file("corpus.jsonl"));
+  const std::string bin = std::string(ASTERIA_BIN_DIR) + "/asteria-data";
+  std::string log;
+  ASSERT_EQ(run_command(bin + " train-tokenizer --corpus " + dir.file("corpus.jsonl") +
+                            " --vocab-size 300 --output " + dir.file("data/tokenizer"), &log), 0)
+      << log;
+  ASSERT_EQ(run_command(bin + " encode --corpus " + dir.file("corpus.jsonl") + " --tokenizer " +
+                            dir.file("data/tokenizer.model") + " --output-dir " + dir.file("data") +
+                            " --val-every 3", &log), 0)
+      << log;
 }
 
 }  // namespace asteria::testing

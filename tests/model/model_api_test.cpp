@@ -77,13 +77,14 @@ TEST(ModelApi, ActivationBytesOfALargePresetDoNotOverflow) {
   // 2048^2 floats (4 GiB), beyond 32-bit sizes; computed without allocating anything.
   const ModelConfig cfg = model_preset("olmo-1b");
   const size_t probs = size_t(16) * 16 * 2048 * 2048 * sizeof(float);
-  const size_t logits = size_t(2048) * 50280 * sizeof(float);
+  const size_t logits = size_t(2048) * 50304 * sizeof(float);
   EXPECT_GT(model_activation_bytes(cfg, 1), probs + logits);
   EXPECT_LT(model_activation_bytes(cfg, 1), 2 * (probs + logits) + (size_t(4) << 30));
 }
 
 TEST(ModelApi, ZeroHeadGivesUniformLossAndKnownZLoss) {
-  // With a zero LM head every logit is 0: CE = ln V and lse^2 = (ln V)^2 at every position.
+  // With a zero LM head every logit is 0: CE = ln E and lse^2 = (ln E)^2 at every position (the
+  // softmax runs over all E = embedding_size rows, padding included, as OLMo's does).
   ModelConfig cfg = testing::tiny_config();
   cfg.tied_embeddings = false;
   cfg.z_loss = 1e-2;
@@ -95,9 +96,10 @@ TEST(ModelApi, ZeroHeadGivesUniformLossAndKnownZLoss) {
   const auto t = testing::random_batch(cfg, 2, 4);
   m.set_batch(t.inputs.data(), t.targets.data());
   const double loss = testing::forward_all(m);
-  const double lnV = std::log(30.0);
-  EXPECT_NEAR(m.last_ce_loss(), lnV, 1e-12);
-  EXPECT_NEAR(m.last_z_loss(), 1e-2 * lnV * lnV, 1e-12);
+  ASSERT_EQ(cfg.embedding_size, 32);
+  const double lnE = std::log(32.0);
+  EXPECT_NEAR(m.last_ce_loss(), lnE, 1e-12);
+  EXPECT_NEAR(m.last_z_loss(), 1e-2 * lnE * lnE, 1e-12);
   EXPECT_NEAR(loss, m.last_ce_loss() + m.last_z_loss(), 1e-15);
 }
 

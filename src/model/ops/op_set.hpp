@@ -21,6 +21,7 @@
 #include "model/ops/gemm_precision.hpp"
 #include "core/cuda/device_buffer.hpp"
 #include "model/ops/attention.hpp"
+#include "model/ops/attention_cached.hpp"
 #include "model/ops/attention_tiled.hpp"
 #include "model/ops/bf16_storage.hpp"
 #include "model/ops/copy.hpp"
@@ -38,7 +39,7 @@ namespace asteria {
   X(linear_forward) X(linear_backward) X(rmsnorm_forward) X(rmsnorm_backward)         \
   X(layernorm_forward) X(layernorm_backward) X(rope_forward) X(rope_backward)         \
   X(attention_forward) X(attention_backward) X(attention_tiled_forward)               \
-  X(attention_tiled_backward) X(swiglu_forward) X(swiglu_backward)                    \
+  X(attention_tiled_backward) X(attention_cached_forward) X(swiglu_forward) X(swiglu_backward)                    \
   X(embedding_forward) X(embedding_backward) X(cross_entropy_fused) X(copy) X(copy_columns)   \
   X(linear_forward_bf16) X(linear_backward_bf16) X(pack_bf16) X(unpack_bf16) X(round_to_bf16)
 

@@ -36,6 +36,8 @@ bool covered(const std::string& key, const std::vector<std::string>& prefixes) {
 
 const std::vector<std::string> kMayChange = {
     "train.steps", "train.stop_after", "model.head_chunk", "model.attention",
+    // Read at a fresh start only: a resumed run's parameters are the checkpoint's.
+    "model.init_from",
     "train.activation_recompute", "train.recompute_every_k", "train.eval_every", "data.eval", "data.eval_batches", "data.train",
     "checkpoint",  "run",              "runtime.threads", "runtime.blas",  "runtime.shadow.threads", "runtime.shadow.lane",
     "runtime.shadow.worker_delay_ms", "runtime.tiers", "distributed.timeout_s", "distributed.ranks_per_node",

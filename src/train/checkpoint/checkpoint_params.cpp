@@ -1,5 +1,6 @@
-#include "checkpoint_reader.hpp"
+#include "train/checkpoint/checkpoint_params.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -8,7 +9,7 @@
 #include "train/checkpoint/checkpoint_manifest.hpp"
 #include "train/checkpoint/checkpoint_store.hpp"
 
-namespace asteria::export_cli {
+namespace asteria {
 
 CheckpointParams read_checkpoint_params(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -18,7 +19,7 @@ CheckpointParams read_checkpoint_params(const std::string& dir) {
   CheckpointParams ck;
   ck.dir = dir;
   ck.step = m.step;
-  ck.config = load_config_text(m.config, manifest);
+  ck.config = load_saved_config(m.config, manifest);
   // The model's parameters only: one image buffer per tensor, read and shape-checked.
   CheckpointImage image;
   for (const ParamTable& table : model_param_tables(ck.config.model))
@@ -37,4 +38,21 @@ CheckpointParams read_checkpoint_params(const std::string& dir) {
   return ck;
 }
 
-}  // namespace asteria::export_cli
+CheckpointParamSource::CheckpointParamSource(const CheckpointParams& params)
+    : params_(params), tables_(model_param_tables(params.config.model)) {}
+
+void CheckpointParamSource::fill(int layer, size_t begin, size_t count, float* dst) const {
+  const size_t end = begin + count;
+  for (const ParamEntry& e : tables_.at(static_cast<size_t>(layer)).entries) {
+    const size_t a = std::max(begin, e.offset), b = std::min(end, e.offset + e.numel);
+    if (a >= b) continue;
+    const float* src = params_.params.at(e.name).data.data();
+    std::copy(src + (a - e.offset), src + (b - e.offset), dst + (a - begin));
+  }
+}
+
+std::string CheckpointParamSource::describe() const {
+  return detail::concat("checkpoint ", params_.dir, " (step ", params_.step, ")");
+}
+
+}  // namespace asteria
