@@ -17,6 +17,7 @@
 #include "core/cuda/cublaslt_gemm.hpp"
 #include "core/cuda/cuda_context.hpp"
 #include "model/ops/attention.hpp"
+#include "model/ops/attention_cached.hpp"
 #include "model/ops/attention_tiled.hpp"
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/embedding.hpp"
@@ -253,6 +254,23 @@ TEST_F(Ops, AttentionTiledKeepsNoTByTMatrix) {
     ops::attention_tiled_backward(dqkv.data(), scratch.data(), 1, dy.data(), qkv.data(), stats.data(), B, T, C, NH);
     ops::cuda::attention_tiled_backward(d_dqkv, static_cast<float*>(nullptr), 0, up(dy), d_qkv, d_stats, B, T, C, NH);
     expect_close(down(d_dqkv, dqkv.size()), dqkv, "tiled attention backward" + at);
+  }
+}
+
+TEST_F(Ops, AttentionOverTheCache) {
+  // Generation's attention: n new queries at positions pos .. pos+n-1 over pos+n cached keys and
+  // values; one token, a pass of several, across the kernel's 128 threads and head sizes.
+  for (auto [pos, n, NH, hd] : {std::tuple{0, 1, 1, 16}, {9, 1, 4, 16}, {0, 37, 2, 64}, {200, 3, 2, 128}, {150, 1, 16, 64}}) {
+    const int C = NH * hd, keys = pos + n;
+    const auto q = random_vector(size_t(n) * 3 * C, 31, -2, 2), k = random_vector(size_t(keys) * C, 32, -2, 2),
+               v = random_vector(size_t(keys) * C, 33);
+    std::vector<float> out(size_t(n) * C), scores(size_t(n) * NH * keys);
+    ops::attention_cached_forward(out.data(), q.data(), 3 * C, k.data(), v.data(), n, pos, C, NH, scores.data());
+    float* d_out = up(out);
+    ops::cuda::attention_cached_forward(d_out, static_cast<const float*>(up(q)), 3 * C, static_cast<const float*>(up(k)),
+                                        static_cast<const float*>(up(v)), n, pos, C, NH, static_cast<float*>(nullptr));
+    expect_close(down(d_out, out.size()), out,
+                 "attention over the cache pos " + std::to_string(pos) + " n " + std::to_string(n) + " hd " + std::to_string(hd));
   }
 }
 

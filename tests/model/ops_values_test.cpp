@@ -13,6 +13,7 @@
 #include "grad_check.hpp"
 #include "model/ops/bf16_storage.hpp"
 #include "model/ops/attention.hpp"
+#include "model/ops/attention_cached.hpp"
 #include "model/ops/attention_tiled.hpp"
 #include "model/ops/cross_entropy.hpp"
 #include "model/ops/fast_exp.hpp"
@@ -134,6 +135,30 @@ TEST(AttentionValues, TiledMatchesFull) {
     for (float g : dqkv_full) max_abs = std::max(max_abs, std::fabs(static_cast<double>(g)));
     for (size_t i = 0; i < dqkv_full.size(); i++)
       ASSERT_NEAR(dqkv_tiled[i], dqkv_full[i], 1e-5 * max_abs) << "T " << T << " dqkv " << i;
+  }
+}
+
+TEST(AttentionValues, OverTheCacheMatchesFullAtTheNewPositions) {
+  // A sequence's keys and values in the cache; the queries of positions pos .. T-1 give the full
+  // attention's rows there, whatever pos (one new token, a pass of several, the whole prompt).
+  const int T = 2 * ops::kAttentionRowBlock + 5, C = 16, NH = 2;
+  testing::TestRng rng(17);
+  std::vector<float> qkv(static_cast<size_t>(T) * 3 * C), out_full(static_cast<size_t>(T) * C),
+      att(static_cast<size_t>(NH) * T * T), k(static_cast<size_t>(T) * C), v(k.size());
+  for (auto& x : qkv) x = static_cast<float>(2 * rng.uniform() - 1);
+  ops::attention_forward(out_full.data(), att.data(), qkv.data(), 1, T, C, NH);
+  for (int t = 0; t < T; t++)
+    for (int c = 0; c < C; c++) {
+      k[static_cast<size_t>(t) * C + c] = qkv[static_cast<size_t>(t) * 3 * C + C + c];
+      v[static_cast<size_t>(t) * C + c] = qkv[static_cast<size_t>(t) * 3 * C + 2 * C + c];
+    }
+  for (const int pos : {0, 1, T / 2, T - 1}) {
+    const int n = T - pos;
+    std::vector<float> out(static_cast<size_t>(n) * C), scores(static_cast<size_t>(n) * NH * T);
+    ops::attention_cached_forward(out.data(), qkv.data() + static_cast<size_t>(pos) * 3 * C, 3 * C, k.data(), v.data(),
+                                  n, pos, C, NH, scores.data());
+    for (size_t i = 0; i < out.size(); i++)
+      ASSERT_NEAR(out[i], out_full[static_cast<size_t>(pos) * C + i], 1e-6) << "pos " << pos << " element " << i;
   }
 }
 

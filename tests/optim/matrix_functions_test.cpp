@@ -414,19 +414,35 @@ void check_lapack_on_workspace(int n) {
     ASSERT_EQ(LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, want_v.data(), n, want_w.data()), 0);
   expect_same_bits(w, want_w, "eigenvalues");
   expect_same_bits(v, want_v, "eigenvectors");
-  // qr_refresh from the identity without sorting is orgqr(geqrf(L)): against LAPACKE's.
-  std::vector<Real> q(nn, Real(0)), want_q = a, tau(n);
+  // qr_refresh from the identity without sorting is orgqr(geqrf(L)) on its padded column-major
+  // carry (leading dimension n + 8, matrix_functions.cpp's qr_ld): the same bits as LAPACKE's
+  // column-major drivers on that layout. A row-major LAPACKE call (leading dimension n) agrees to
+  // rounding only: BLAS kernels may sum in another order for another leading dimension (the
+  // AVX-512 ones do at n = 5).
+  std::vector<Real> q(nn, Real(0)), tau(n);
   for (int i = 0; i < n; ++i) q[static_cast<size_t>(i) * n + i] = 1;
   std::vector<int> perm;
   ASSERT_EQ(qr_refresh(n, a.data(), q.data(), perm, ws, /*sort=*/false), Status::Ok);
+  const int ld = n + 8;
+  std::vector<Real> carry(static_cast<size_t>(ld) * n, Real(0)), want_q(nn), row_major = a;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) carry[static_cast<size_t>(j) * ld + i] = a[static_cast<size_t>(i) * n + j];
   if constexpr (std::is_same_v<Real, double>) {
-    ASSERT_EQ(LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, n, n, want_q.data(), n, tau.data()), 0);
-    ASSERT_EQ(LAPACKE_dorgqr(LAPACK_ROW_MAJOR, n, n, n, want_q.data(), n, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, n, n, carry.data(), ld, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_dorgqr(LAPACK_COL_MAJOR, n, n, n, carry.data(), ld, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, n, n, row_major.data(), n, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_dorgqr(LAPACK_ROW_MAJOR, n, n, n, row_major.data(), n, tau.data()), 0);
   } else {
-    ASSERT_EQ(LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, n, n, want_q.data(), n, tau.data()), 0);
-    ASSERT_EQ(LAPACKE_sorgqr(LAPACK_ROW_MAJOR, n, n, n, want_q.data(), n, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_sgeqrf(LAPACK_COL_MAJOR, n, n, carry.data(), ld, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_sorgqr(LAPACK_COL_MAJOR, n, n, n, carry.data(), ld, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, n, n, row_major.data(), n, tau.data()), 0);
+    ASSERT_EQ(LAPACKE_sorgqr(LAPACK_ROW_MAJOR, n, n, n, row_major.data(), n, tau.data()), 0);
   }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) want_q[static_cast<size_t>(i) * n + j] = carry[static_cast<size_t>(j) * ld + i];
   expect_same_bits(q, want_q, "qr_refresh's basis");
+  const double eps = std::numeric_limits<Real>::epsilon();
+  for (size_t i = 0; i < nn; ++i) ASSERT_NEAR(q[i], row_major[i], 64 * n * eps) << "against row-major LAPACKE, " << i;
   // Sized once: the calls again touch no fresh memory (LAPACKE's would fault in a transposed
   // copy and work arrays, 2 n^2 elements and more, every call).
   const long before = thread_minor_faults();
