@@ -54,12 +54,15 @@ LoadedModel open_model(const GenerateOptions& opt) {
 template <class Ops>
 void decode(const GenerateOptions& opt, const LoadedModel& m, int vocab, std::optional<int64_t> eos, GenerateResult& r) {
   const int context = opt.context > 0 ? opt.context : m.cfg.seq_len;
-  const int wanted = static_cast<int>(r.prompt_ids.size()) + opt.max_new_tokens;
-  ASTERIA_CHECK(wanted <= context, "the prompt (", r.prompt_ids.size(), " tokens) and --max-new-tokens (",
+  // Positions the model runs: the prompt and every new token but the last (never fed back).
+  const int positions = static_cast<int>(r.prompt_ids.size()) + opt.max_new_tokens - 1;
+  ASTERIA_CHECK(positions <= context, "the prompt (", r.prompt_ids.size(), " tokens) and --max-new-tokens (",
                 opt.max_new_tokens, ") exceed the context of ", context, " positions (--context to change it)");
   Timer load;
   Decoder<float, Ops> decoder(m.cfg, context);
+  Timer read;
   decoder.load(m.source());
+  r.read_s = read.seconds();
   r.load_s += load.seconds();
   Sampler sampler(opt.sampling);
   std::vector<int32_t> all = r.prompt_ids;

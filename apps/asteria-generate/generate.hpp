@@ -32,7 +32,9 @@ struct GenerateResult {
   std::vector<int32_t> prompt_ids, new_ids;
   std::optional<std::string> text;   // prompt and continuation, when there is a tokenizer
   bool stopped_at_eos = false;
-  double load_s = 0, prompt_s = 0, generate_s = 0;
+  double load_s = 0;     // opening the model, allocating the decoder, reading the parameters
+  double read_s = 0;     // of which reading the parameters into the decoder
+  double prompt_s = 0, generate_s = 0;
 };
 
 // Throws asteria::Error naming what is wrong (model files, tokenizer, prompt, settings).

@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
     }
     const double tps = r.generate_s > 0 ? r.new_ids.size() / r.generate_s : 0;
     std::fprintf(stderr,
-                 "asteria-generate: %s on %s; loaded in %.2f s; prompt %zu tokens in %.3f s; %zu new tokens in %.3f s "
-                 "= %.2f tokens/s (%s)%s\n",
-                 r.model.c_str(), r.backend.c_str(), r.load_s, r.prompt_ids.size(), r.prompt_s, r.new_ids.size(),
+                 "asteria-generate: %s on %s; loaded in %.2f s (parameters read in %.2f s); prompt %zu tokens in %.3f s; "
+                 "%zu new tokens in %.3f s = %.2f tokens/s (%s)%s\n",
+                 r.model.c_str(), r.backend.c_str(), r.load_s, r.read_s, r.prompt_ids.size(), r.prompt_s, r.new_ids.size(),
                  r.generate_s, tps, opt.kv_cache ? "key/value cache" : "no cache", r.stopped_at_eos ? "; stopped at EOS" : "");
   } catch (const asteria::Error& e) {
     std::fprintf(stderr, "asteria-generate: error: %s\n", e.what());

@@ -6,6 +6,7 @@
 #include "model/block.hpp"
 #include "model/model.hpp"
 #include "model/norm.hpp"
+#include "model/rope_tables.hpp"
 #include "model/ops/op_set.hpp"
 
 namespace asteria {
@@ -124,15 +125,7 @@ Decoder<T, Ops>::Decoder(const ModelConfig& cfg, int context, int max_rows) : im
     m.k_cache.emplace_back(static_cast<size_t>(context) * C);
     m.v_cache.emplace_back(static_cast<size_t>(context) * C);
   }
-  const size_t half = static_cast<size_t>(cfg.head_dim() / 2);
-  m.rope_cos.resize(static_cast<size_t>(context) * half);
-  m.rope_sin.resize(static_cast<size_t>(context) * half);
-  {
-    Buffer<T> cos_h(m.rope_cos.size()), sin_h(m.rope_sin.size());
-    ops::rope_tables(cos_h.data(), sin_h.data(), context, cfg.head_dim(), cfg.rope_theta);
-    Ops::to_device(m.rope_cos.data(), cos_h.data(), cos_h.size());
-    Ops::to_device(m.rope_sin.data(), sin_h.data(), sin_h.size());
-  }
+  make_rope_tables<Ops>(m.rope_cos, m.rope_sin, context, cfg);
   const size_t rc = static_cast<size_t>(R) * C;
   m.tokens.resize(R);
   for (auto* a : {&m.x, &m.x1, &m.nx, &m.atty, &m.sub}) a->resize(rc);
@@ -176,10 +169,14 @@ size_t Decoder<T, Ops>::bytes() const {
 template <class T, class Ops>
 void Decoder<T, Ops>::load(const ParamSource& source) {
   Impl& m = *impl_;
-  Buffer<float> host;
+  Buffer<float> host;   // device memory, or a wider T: a layer at a time through the host
   for (size_t l = 0; l < m.tables.size(); l++) {
     const size_t n = m.tables[l].numel;
     if (n == 0) continue;
+    if constexpr (Ops::kHostMemory && std::is_same_v<T, float>) {
+      source.fill(static_cast<int>(l), 0, n, m.params[l].data());   // straight in: no second copy
+      continue;
+    }
     if (host.size() < n) host.resize(n);
     source.fill(static_cast<int>(l), 0, n, host.data());
     if constexpr (std::is_same_v<T, float>) {

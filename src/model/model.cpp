@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "model/activation_layout.hpp"
 #include "model/block.hpp"
+#include "model/rope_tables.hpp"
 #include "model/head.hpp"
 #include "model/init.hpp"
 #include "model/ops/op_set.hpp"
@@ -224,15 +225,7 @@ Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
   m.scratch_layout = scratch_layout(cfg, batch, omp_get_max_threads());
   m.scratch.resize(m.scratch_layout.total);
 
-  const int half = cfg.head_dim() / 2;
-  m.rope_cos.resize(static_cast<size_t>(cfg.seq_len) * half);
-  m.rope_sin.resize(static_cast<size_t>(cfg.seq_len) * half);
-  {
-    Buffer<T> cos_h(m.rope_cos.size()), sin_h(m.rope_sin.size());
-    ops::rope_tables(cos_h.data(), sin_h.data(), cfg.seq_len, cfg.head_dim(), cfg.rope_theta);
-    Ops::to_device(m.rope_cos.data(), cos_h.data(), cos_h.size());
-    Ops::to_device(m.rope_sin.data(), sin_h.data(), sin_h.size());
-  }
+  make_rope_tables<Ops>(m.rope_cos, m.rope_sin, cfg.seq_len, cfg);
   m.ctx.cfg = &m.cfg;
   m.ctx.batch = batch;
   m.ctx.rope_cos = m.rope_cos.data();
