@@ -10,8 +10,11 @@
 #   scripts/slurm/local_slurm.sh status [STATE_DIR]   the daemons, sinfo and squeue
 # STATE_DIR (default $ASTERIA_SLURM_DIR, else /tmp/asteria-slurm-$UID) holds everything: the munge
 # key and socket, slurm.conf, state, spool, logs, pid files and env.sh, which callers source
-# (SLURM_CONF etc.). Runs as root, without systemd and without cgroups; nothing outside STATE_DIR
-# is written. The node has nproc CPUs (ASTERIA_SLURM_CPUS overrides: more slots than cores); a
+# (SLURM_CONF etc.). Runs as root, without systemd and without Slurm's cgroup plugins; nothing
+# outside STATE_DIR is written but for one thing on request: ASTERIA_SLURM_NODE_MEMORY="HOST=BYTES
+# ..." (at start) runs that host's slurmd, and so its jobs, in a memory cgroup of that limit
+# (v2 where its memory controller is there, else v1; named after STATE_DIR, removed by stop), a
+# node with less memory than the others. The node has nproc CPUs (ASTERIA_SLURM_CPUS overrides: more slots than cores); a
 # job with more tasks than CPUs needs --overcommit (-O). Several STATE_DIRs can run side by side
 # (each start picks free ports); start and stop of one STATE_DIR take turns (a lock file).
 set -euo pipefail
@@ -30,7 +33,7 @@ STARTING=0
 die() {
   echo "local_slurm: error: $*" >&2
   # A failed start stops whatever it had started.
-  if ((STARTING)); then STARTING=0; stop_daemons >/dev/null 2>&1 || true; fi
+  if ((STARTING)); then STARTING=0; stop_daemons >/dev/null 2>&1 || true; remove_cgroups >/dev/null 2>&1 || true; fi
   exit 1
 }
 say() { echo "local_slurm: $*"; }
@@ -236,6 +239,50 @@ EOF
 # Starts a daemon in a session of its own (it outlives the caller's terminal and ctest), output
 # appended to STATE_DIR/log/NAME.out, and records its pid. setsid and setpriv exec, so $! is the
 # daemon itself; the daemon's own pid file, once written, is checked against it.
+# A host's memory cgroup when ASTERIA_SLURM_NODE_MEMORY (recorded in STATE_DIR/node_memory at start)
+# gives it a limit: created with it, its path recorded in STATE_DIR/cgroups; prints the path.
+node_cgroup() {
+  local host=$1 limit="" item name cg
+  [[ -f $STATE/node_memory ]] || return 0
+  for item in $(<"$STATE/node_memory"); do [[ ${item%%=*} == "$host" ]] && limit=${item#*=}; done
+  [[ -n $limit ]] || return 0
+  name=asteria-slurm-$(basename "$STATE")-$host
+  if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+    cg=/sys/fs/cgroup/$name; mkdir -p "$cg" && echo "$limit" >"$cg/memory.max"
+  elif [[ -d /sys/fs/cgroup/memory ]]; then
+    cg=/sys/fs/cgroup/memory/$name; mkdir -p "$cg" && echo "$limit" >"$cg/memory.limit_in_bytes"
+  else
+    die "ASTERIA_SLURM_NODE_MEMORY: no cgroup memory controller here"
+  fi || die "cannot make the memory cgroup $cg"
+  grep -qxF "$cg" "$STATE/cgroups" 2>/dev/null || echo "$cg" >>"$STATE/cgroups"
+  echo "$cg"
+}
+
+# A host's slurmd, in its memory cgroup when it has one.
+launch_slurmd() {
+  local host=$1 cg
+  cg=$(node_cgroup "$host")
+  if [[ -n $cg ]]; then
+    # shellcheck disable=SC2046
+    launch "$(slurmd_name "$host")" bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" \
+      $(on_host "$host") slurmd -D -f "$STATE/slurm.conf" -N "$host"
+  else
+    # shellcheck disable=SC2046
+    launch "$(slurmd_name "$host")" $(on_host "$host") slurmd -D -f "$STATE/slurm.conf" -N "$host"
+  fi
+}
+
+# The memory cgroups this STATE_DIR made, once their processes are gone.
+remove_cgroups() {
+  [[ -f $STATE/cgroups ]] || return 0
+  local cg i
+  while read -r cg; do
+    for ((i = 0; i < 50; i++)); do rmdir "$cg" 2>/dev/null && break; [[ -d $cg ]] || break; sleep 0.1; done
+    [[ -d $cg ]] && say "could not remove the cgroup $cg (processes left in it?)"
+  done <"$STATE/cgroups"
+  rm -f "$STATE/cgroups"
+}
+
 launch() {
   local name=$1; shift
   setsid "$@" </dev/null >>"$STATE/log/$name.out" 2>&1 9>&- &
@@ -355,8 +402,7 @@ do_start() {
       find "$STATE/spool/$host" -mindepth 1 -maxdepth 1 ! -name 'cred_state*' ! -name 'hwloc_topo_whole.xml' \
         -exec rm -rf {} + 2>/dev/null || true
       [[ -n $CLUSTER_DIR ]] && find "$CLUSTER_DIR/local/$host" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null || true
-      # shellcheck disable=SC2046
-      launch "$(slurmd_name "$host")" $(on_host "$host") slurmd -D -f "$STATE/slurm.conf" -N "$host"
+      launch_slurmd "$host"
       restarted+=("$host")
     done
     say "started slurmd again on ${restarted[*]} (slurmctld and munged were running; jobs kept)"
@@ -393,10 +439,8 @@ EOF
   slurm_env
   # shellcheck disable=SC2046  # on_host: a command prefix, or nothing
   launch slurmctld $(on_host "${HOSTS[0]}") slurmctld -D -f "$STATE/slurm.conf"
-  for host in "${HOSTS[@]}"; do
-    # shellcheck disable=SC2046
-    launch "$(slurmd_name "$host")" $(on_host "$host") slurmd -D -f "$STATE/slurm.conf" -N "$host"
-  done
+  if [[ -n ${ASTERIA_SLURM_NODE_MEMORY:-} ]]; then echo "$ASTERIA_SLURM_NODE_MEMORY" >"$STATE/node_memory"; else rm -f "$STATE/node_memory"; fi
+  for host in "${HOSTS[@]}"; do launch_slurmd "$host"; done
 
   local t0=$SECONDS st=""
   while ((SECONDS - t0 < START_TIMEOUT_S)); do
@@ -432,6 +476,7 @@ do_stop() {
   [[ -d $STATE ]] || { say "nothing to stop: $STATE does not exist"; return 0; }
   lock_state
   if stop_daemons; then say "stopped the cluster of $STATE"; else say "not running from $STATE"; fi
+  remove_cgroups
 }
 
 do_status() {

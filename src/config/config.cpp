@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -84,7 +85,7 @@ class Reader {
       : node_(node), section_(std::move(section)), origins_(origins) {}
 
   template <class T, class Check>
-  void field(const char* key, T& out, Check check) {
+  void field(const char* key, T& out, Check check, OnResume) {
     seen_.insert(key);
     const YAML::Node n = node_[key];
     if (!n) return;
@@ -98,7 +99,8 @@ class Reader {
   }
 
   template <class E>
-  void choice(const char* key, E& out, std::vector<std::pair<std::string, E>> names, bool /*quoted*/ = false) {
+  void choice(const char* key, E& out, std::vector<std::pair<std::string, E>> names, OnResume on_resume,
+              bool /*quoted*/ = false) {
     std::string s;
     std::vector<std::string> all;
     for (auto& [name, e] : names) all.push_back(name);
@@ -107,13 +109,13 @@ class Reader {
       seen_.insert(key);
       return;
     }
-    field(key, s, schema::one_of(all));
+    field(key, s, schema::one_of(all), on_resume);
     for (auto& [name, e] : names)
       if (name == s) out = e;
   }
 
   template <class Check>
-  void pair(const char* key, double& a, double& b, Check check) {
+  void pair(const char* key, double& a, double& b, Check check, OnResume) {
     seen_.insert(key);
     const YAML::Node n = node_[key];
     if (!n) return;
@@ -130,7 +132,7 @@ class Reader {
     b = v[1];
   }
 
-  void list(const char* key, std::vector<std::string>& out) {
+  void list(const char* key, std::vector<std::string>& out, OnResume) {
     seen_.insert(key);
     const YAML::Node n = node_[key];
     if (!n) return;
@@ -188,7 +190,7 @@ class Writer {
  public:
   explicit Writer(YAML::Emitter& out) : out_(out) {}
   template <class T, class Check>
-  void field(const char* key, const T& v, Check) {
+  void field(const char* key, const T& v, Check, OnResume) {
     out_ << YAML::Key << key << YAML::Value;
     if constexpr (std::is_same_v<T, bool>) out_ << (v ? "true" : "false");
     else if constexpr (std::is_floating_point_v<T>) out_ << number_text(v);
@@ -196,7 +198,7 @@ class Writer {
     else out_ << v;
   }
   template <class E>
-  void choice(const char* key, const E& v, std::vector<std::pair<std::string, E>> names, bool quoted = false) {
+  void choice(const char* key, const E& v, std::vector<std::pair<std::string, E>> names, OnResume, bool quoted = false) {
     for (auto& [name, e] : names) {
       if (e != v) continue;
       out_ << YAML::Key << key << YAML::Value;
@@ -210,13 +212,13 @@ class Writer {
     schema::visit(*this, sub);
     out_ << YAML::EndMap;
   }
-  void list(const char* key, const std::vector<std::string>& v) {
+  void list(const char* key, const std::vector<std::string>& v, OnResume) {
     out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const std::string& s : v) out_ << YAML::DoubleQuoted << s;
     out_ << YAML::EndSeq;
   }
   template <class Check>
-  void pair(const char* key, double a, double b, Check) {
+  void pair(const char* key, double a, double b, Check, OnResume) {
     out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq << number_text(a)
          << number_text(b) << YAML::EndSeq;
   }
@@ -519,6 +521,94 @@ std::string config_to_yaml(const Config& cfg_in) {
   });
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+namespace {
+
+// Records each key's OnResume under its dotted path.
+class PolicyCollector {
+ public:
+  PolicyCollector(std::string prefix, std::map<std::string, OnResume>& out) : prefix_(std::move(prefix)), out_(out) {}
+  template <class T, class Check>
+  void field(const char* key, T&, Check, OnResume r) { out_[prefix_ + key] = r; }
+  template <class E>
+  void choice(const char* key, E&, const std::vector<std::pair<std::string, E>>&, OnResume r, bool = false) {
+    out_[prefix_ + key] = r;
+  }
+  template <class Check>
+  void pair(const char* key, double&, double&, Check, OnResume r) { out_[prefix_ + key] = r; }
+  void list(const char* key, std::vector<std::string>&, OnResume r) { out_[prefix_ + key] = r; }
+  template <class S>
+  void section(const char* key, S& sub) {
+    PolicyCollector c(prefix_ + key + ".", out_);
+    schema::visit(c, sub);
+  }
+
+ private:
+  std::string prefix_;
+  std::map<std::string, OnResume>& out_;
+};
+
+}  // namespace
+
+const std::map<std::string, OnResume>& resume_policies() {
+  static const std::map<std::string, OnResume> policies = [] {
+    std::map<std::string, OnResume> out{{"seed", OnResume::Fixed}};
+    Config cfg;
+    schema::for_each_section(cfg, [&](const std::string& name, auto& section) {
+      PolicyCollector c(name + ".", out);
+      schema::visit(c, section);
+    });
+    return out;
+  }();
+  return policies;
+}
+
+std::vector<std::string> adopt_checkpoint_config(Config& cfg, const Config& saved) {
+  // The saved values of the fixed keys this config does not give, read over this config's as if the
+  // file had given them (the same reader: types, checks, enums).
+  const std::map<std::string, OnResume>& policies = resume_policies();
+  YAML::Node tree = YAML::Load(config_to_yaml(saved));
+  const std::string before = config_to_yaml(cfg);
+  std::vector<std::string> adopted;
+  std::set<std::string> keep;
+  for (const auto& [key, policy] : policies)
+    if (policy == OnResume::Fixed && !cfg.was_given(key)) keep.insert(key);
+  std::function<void(YAML::Node, const std::string&)> prune = [&](YAML::Node n, const std::string& prefix) {
+    std::vector<std::string> drop;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string key = prefix.empty() ? it->first.Scalar() : prefix + "." + it->first.Scalar();
+      if (it->second.IsMap()) prune(it->second, key);
+      else if (!keep.count(key)) drop.push_back(it->first.Scalar());
+    }
+    for (const std::string& k : drop) n.remove(k);
+  };
+  prune(tree, "");
+  Origins origins{"the checkpoint's config", {}};
+  if (keep.count("seed")) cfg.seed = saved.seed;
+  schema::for_each_section(cfg, [&](const std::string& name, auto& section) {
+    const YAML::Node n = tree[name];
+    if (!n || !n.IsMap()) return;
+    Reader r(n, name, origins);
+    schema::visit(r, section);
+  });
+  // What changed (for the startup line), and the adopted keys count as given from now on: placement
+  // keeps them.
+  const YAML::Node a = YAML::Load(before), b = YAML::Load(config_to_yaml(cfg));
+  for (const std::string& key : keep) {
+    YAML::Node x = a, y = b;
+    std::stringstream path(key);
+    for (std::string part; std::getline(path, part, '.');) {
+      x.reset(x[part]);
+      y.reset(y[part]);
+    }
+    YAML::Emitter ex, ey;
+    ex << YAML::Flow << x;
+    ey << YAML::Flow << y;
+    if (std::string(ex.c_str()) != ey.c_str()) adopted.push_back(key + ": " + ey.c_str() + " (this config: " + ex.c_str() + ")");
+    cfg.given.insert(key);
+  }
+  return adopted;
 }
 
 bool Config::was_given(const std::string& key) const {

@@ -9,6 +9,7 @@
 // The field list of each section is written once (config_schema.hpp) and used both to read and
 // to write the resolved config, so the two can never disagree.
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -40,6 +41,26 @@ inline const char* to_string(ScheduleKind k) {
   return "?";
 }
 inline const char* to_string(BlasKernels b) { return b == BlasKernels::AsIs ? "as-is" : "auto"; }
+
+// What a resume may do with a config key whose value differs from the checkpoint's (every key of
+// the schema declares one: config_schema.hpp; train/checkpoint/resume_check.hpp applies them).
+enum class OnResume {
+  Free,        // changes no bit of the run (where and how it computes and keeps its state, logging,
+               // limits, paths): accepted
+  Placement,   // changes the arithmetic but not the run's meaning (what runtime.placement chooses for
+               // the machine: the micro-batch split keeping the global batch, the head's chunks):
+               // accepted, and said at startup
+  Fixed,       // the run's meaning (the model, the optimizer, the schedule, the seed): refused unless
+               // listed in checkpoint.allow_changes
+};
+inline const char* to_string(OnResume r) {
+  switch (r) {
+    case OnResume::Free: return "free";
+    case OnResume::Placement: return "placement";
+    case OnResume::Fixed: return "fixed";
+  }
+  return "?";
+}
 
 struct DataConfig {
   std::string train;            // token file for training (required to train)
@@ -220,6 +241,15 @@ Config load_config_text(const std::string& yaml, const std::string& source_name,
 Config load_saved_config(const std::string& yaml, const std::string& source_name);
 // The fully resolved config as YAML that load_config reads back to the same Config.
 std::string config_to_yaml(const Config& cfg);
+
+// Every key of the schema (dotted) with what a resume may do with it; `seed` is fixed.
+const std::map<std::string, OnResume>& resume_policies();
+
+// Resuming: every fixed key this config does not give (a default, a preset's, one placement would
+// choose) takes the checkpoint's value, so the run continues as it was trained whatever the
+// defaults are now, and counts as given (runtime.placement keeps it). Returns the keys whose value
+// that changed, with both values, for the startup line.
+std::vector<std::string> adopt_checkpoint_config(Config& cfg, const Config& saved);
 
 // Refuses, with a clear message, any setting whose feature is not built yet.
 void check_supported(const Config& cfg);

@@ -172,6 +172,7 @@ struct Row {
   std::string type;
   std::string value;     // the default, as markdown
   std::string allowed;
+  OnResume on_resume = OnResume::Fixed;
 };
 
 // "must be >= 1.000000" -> ">= 1": the check's message without its lead and trailing zeros.
@@ -252,27 +253,27 @@ class Describer {
   Describer(std::string prefix, std::vector<Row>& rows) : prefix_(std::move(prefix)), rows_(rows) {}
 
   template <class T, class Check>
-  void field(const char* key, T& v, Check check) {
-    rows_.push_back({path(key), type_text<T>(), value_text(v), allowed_text<T>(check)});
+  void field(const char* key, T& v, Check check, OnResume r) {
+    rows_.push_back({path(key), type_text<T>(), value_text(v), allowed_text<T>(check), r});
   }
   template <class E>
-  void choice(const char* key, E& v, std::vector<std::pair<std::string, E>> names, bool /*quoted*/ = false) {
+  void choice(const char* key, E& v, std::vector<std::pair<std::string, E>> names, OnResume r, bool /*quoted*/ = false) {
     std::string all, value;
     for (auto& [name, e] : names) {
       all += (all.empty() ? "one of: " : ", ") + name;
       if (e == v) value = code(name);
     }
-    rows_.push_back({path(key), "choice", value, all});
+    rows_.push_back({path(key), "choice", value, all, r});
   }
   template <class Check>
-  void pair(const char* key, double& a, double& b, Check check) {
+  void pair(const char* key, double& a, double& b, Check check, OnResume r) {
     rows_.push_back({path(key), "[number, number]", code("[" + number_text(a) + ", " + number_text(b) + "]"),
-                     "each " + allowed_text<double>(check)});
+                     "each " + allowed_text<double>(check), r});
   }
-  void list(const char* key, std::vector<std::string>& v) {
+  void list(const char* key, std::vector<std::string>& v, OnResume r) {
     std::string items;
     for (auto& s : v) items += (items.empty() ? "" : ", ") + s;
-    rows_.push_back({path(key), "list of strings", code("[" + items + "]"), "any"});
+    rows_.push_back({path(key), "list of strings", code("[" + items + "]"), "any", r});
   }
   template <class S>
   void section(const char* key, S& sub) {
@@ -347,7 +348,7 @@ void check_meanings(const std::vector<std::pair<std::string, std::vector<Row>>>&
 std::string config_reference_markdown() {
   Config defaults;
   std::vector<std::pair<std::string, std::vector<Row>>> sections;
-  sections.push_back({"", {{"seed", "integer", value_text(defaults.seed), ">= 0"}}});
+  sections.push_back({"", {{"seed", "integer", value_text(defaults.seed), ">= 0", OnResume::Fixed}}});
   schema::for_each_section(defaults, [&](const std::string& name, auto& section) {
     sections.push_back({name, describe(name, section)});
   });
@@ -380,10 +381,15 @@ std::string config_reference_markdown() {
        "[checkpoints](checkpoints.md), [multi-node](multi-node.md).\n\n"
        "Refresh this file after changing the schema:\n\n"
        "    build/bin/asteria-train --print-config-reference > docs/configuration.md\n\n"
-       "Byte sizes are a number with an optional unit (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB) or `unlimited`.\n";
+       "Byte sizes are a number with an optional unit (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB) or `unlimited`.\n\n"
+       "The column *on resume* says what a resume may do when the key differs from the checkpoint's\n"
+       "([checkpoints](checkpoints.md#config-changes-on-resume)): **free** changes no bit and is accepted;\n"
+       "**placement** changes the arithmetic, not the run (what `runtime.placement` chooses for a machine;\n"
+       "the micro-batch only with the global batch kept) and is accepted and said; **fixed** is refused\n"
+       "unless listed in `checkpoint.allow_changes`.\n";
   for (auto& [name, rows] : sections) {
     o << "\n## " << (name.empty() ? "Top level" : name) << "\n\n";
-    o << "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
+    o << "| key | type | default | allowed | on resume | meaning |\n|---|---|---|---|---|---|\n";
     for (auto& r : rows) {
       std::string value = r.value;
       if (preset_varies.count(r.key) && r.key != "model.preset") value += " ([per preset](#defaults-per-model-preset))";
@@ -396,7 +402,7 @@ std::string config_reference_markdown() {
           allowed += (i ? ", " : "") + model_preset_names()[i];
       }
       o << "| " << code(r.key) << " | " << r.type << " | " << cell(value) << " | " << cell(allowed) << " | "
-        << cell(meanings().at(r.key)) << " |\n";
+        << to_string(r.on_resume) << " | " << cell(meanings().at(r.key)) << " |\n";
     }
   }
   o << "\n## Defaults per optimizer\n\n"

@@ -24,18 +24,19 @@ MemoryWatch machine_memory_watch(int ranks_on_machine, MemoryProbe probe) {
     MemoryReading r;
     for (const MemorySource& s : limits.sources)
       if (const uint64_t limit = limits.per_process(s, ranks_on_machine) + s.own; limit < r.limit)
-        r = {limit, s.name + " (" + s.where + ") now, with the " + human_bytes(static_cast<double>(s.own)) + " this process holds"};
+        r = {limit, s.name + " (" + s.where + ") now"};
     r.held = limits.resident;
     return r;
   };
 }
 
-PlacementWatch::PlacementWatch(const Placement& running, TiersConfig given, MemoryWatch watch, int world, int ranks_per_node)
+PlacementWatch::PlacementWatch(const Placement& running, TiersConfig given, MemoryWatch watch, int world, int ranks_per_node,
+                               uint64_t startup_limit)
     : given_(std::move(given)),
       watch_(std::move(watch)),
       world_(world),
       ranks_per_node_(ranks_per_node),
-      planned_(static_cast<double>(running.limit)),
+      planned_(static_cast<double>(std::max<uint64_t>(startup_limit, running.limit))),
       start_(planned_) {}
 
 std::optional<Placement> PlacementWatch::check(const Placement& running) {
@@ -53,6 +54,7 @@ std::optional<Placement> PlacementWatch::check(const Placement& running) {
   planned_ = limit;
   const auto estimated_limit = static_cast<uint64_t>(limit / held_per_estimated);
   std::string source = now.source;
+  if (now.held > 0) source += ", with the " + human_bytes(static_cast<double>(now.held)) + " this process holds";
   if (held_per_estimated > 1.0)
     source += "; planned as " + human_bytes(static_cast<double>(estimated_limit)) + " of estimate, since the process holds " +
               std::to_string(held_per_estimated).substr(0, 5) + "x its estimate";

@@ -39,7 +39,9 @@ struct MemoryReading {
 using MemoryWatch = std::function<MemoryReading()>;
 
 // The machine's limit now: each source of core/memory_limits.hpp (shared ones divided among
-// `ranks_on_machine`) plus what this process holds of what the source counts, the smallest.
+// `ranks_on_machine`) plus what this process holds of what the source counts, the smallest; held:
+// the process's VmRSS. The startup placement plans the run beside what the process held then
+// (limit - held: its code and libraries are in no estimate).
 MemoryWatch machine_memory_watch(int ranks_on_machine, MemoryProbe probe = {});
 
 // Whether two tier settings place the state alike (budgets and prefetch distance).
@@ -47,8 +49,11 @@ bool same_tiers(const TiersConfig& a, const TiersConfig& b);
 
 class PlacementWatch {
  public:
-  // given: the config's own runtime.tiers; world, ranks_per_node: as the startup placement's.
-  PlacementWatch(const Placement& running, TiersConfig given, MemoryWatch watch, int world, int ranks_per_node);
+  // given: the config's own runtime.tiers; world, ranks_per_node: as the startup placement's;
+  // startup_limit: the startup's reading of the watch (what the process holds counted in, as every
+  // later reading counts it; the startup placement planned without what it held then).
+  PlacementWatch(const Placement& running, TiersConfig given, MemoryWatch watch, int world, int ranks_per_node,
+                 uint64_t startup_limit);
 
   // Between steps: the placement the run should switch to, or nothing. Asked once per change of
   // the limit past the hysteresis: a switch the caller cannot make is not asked again until the

@@ -12,7 +12,19 @@ namespace fs = std::filesystem;
 
 namespace asteria {
 
-std::string check_run_dir(const Config& cfg, bool writer) {
+void adopt_resumed_config(Config& cfg, bool writer) {
+  const std::string dir = resolve_resume(cfg);
+  if (dir.empty()) return;
+  const Manifest m = read_manifest((fs::path(dir) / "manifest.json").string());
+  const std::vector<std::string> kept = adopt_checkpoint_config(cfg, load_saved_config(m.config, dir + "/manifest.json"));
+  if (!writer || kept.empty()) return;
+  std::string list;
+  for (const std::string& k : kept) list += "\n  " + k;
+  std::fprintf(stderr, "asteria-train: resuming keeps the checkpoint's value of these keys the config does not give:%s\n",
+               list.c_str());
+}
+
+std::string check_run_dir(const Config& cfg, bool writer, int ranks) {
   ASTERIA_CHECK(!cfg.data.train.empty(), cfg.source, ": data.train is required to train (a token file "
                 "made by `asteria-data encode`)");
   const std::string resume_dir = resolve_resume(cfg);
@@ -24,7 +36,13 @@ std::string check_run_dir(const Config& cfg, bool writer) {
   if (!resume_dir.empty()) {
     const Manifest m = read_manifest((fs::path(resume_dir) / "manifest.json").string());
     const Config saved = load_saved_config(m.config, resume_dir + "/manifest.json");
-    check_resume_compatible(saved, cfg, m, resume_dir);
+    const std::vector<std::string> changed = check_resume_compatible(saved, cfg, m, resume_dir, ranks);
+    if (writer && !changed.empty()) {
+      std::string list;
+      for (const std::string& c : changed) list += "\n  " + c;
+      std::fprintf(stderr, "asteria-train: resuming with this machine's placement, which changes the arithmetic, not the "
+                   "run:%s\n", list.c_str());
+    }
   } else if (!cfg.run.overwrite && !restart && fs::exists(fs::path(cfg.run.dir) / "metrics.jsonl")) {
     fail("run.dir '", cfg.run.dir, "' already holds a run (metrics.jsonl); choose another run.dir, "
          "set run.overwrite=true, or resume it (--resume latest)");

@@ -127,8 +127,9 @@ struct Trainer::Impl {
   // Construction checks everything that can be wrong before anything is allocated or written.
   Impl(const Config& c, Communicator* world_comm, MemoryWatch memory) : cfg(c), memory_watch(std::move(memory)) {
     join_world(world_comm);
+    adopt_resumed_config(cfg, writer());
     place();
-    resume_dir = check_run_dir(cfg, writer());
+    resume_dir = check_run_dir(cfg, writer(), world);
     if (resume_dir.empty() && !cfg.model.init_from.empty())
       pretrained = std::make_unique<hf::HfWeights>(cfg.model.init_from, cfg.model);
     // Before anything model-sized is allocated: refuse a run the machine cannot hold (on the GPU
@@ -178,6 +179,14 @@ struct Trainer::Impl {
     if (watched && !memory_watch) memory_watch = machine_memory_watch(topo.ranks_per_node);
     MemoryReading mine = watched ? memory_watch()
                                  : MemoryReading{memory_limit_bytes(cfg, topo.ranks_per_node), memory_limit_source(cfg, topo.ranks_per_node)};
+    const uint64_t reading = mine.limit;
+    // A machine's reading counts what the process holds already (its code, libraries, heap: some
+    // 200 MiB, none of it in the estimates); the run's own memory has to fit beside it, or a tight
+    // cgroup kills the process at its peak.
+    if (watched && mine.held > 0 && mine.held < mine.limit && mine.limit != UINT64_MAX) {
+      mine.limit -= mine.held;
+      mine.source += ", beside the " + human_bytes(static_cast<double>(mine.held)) + " this process holds before allocating";
+    }
     uint64_t limit = mine.limit;
     if (world > 1) {
       std::vector<double> limits(static_cast<size_t>(world), 0.0);
@@ -193,7 +202,8 @@ struct Trainer::Impl {
     cfg = placement.cfg;
     model_ops = ModelStepOps(cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute()));
     if (writer()) std::fprintf(stderr, "asteria-train: %s\n", placement.describe().c_str());
-    if (watched) placement_watch = std::make_unique<PlacementWatch>(placement, given_tiers, memory_watch, world, ranks_here);
+    if (watched)
+      placement_watch = std::make_unique<PlacementWatch>(placement, given_tiers, memory_watch, world, ranks_here, reading);
   }
 
   // Between steps: the tiers placed again when the memory the run may use has fallen below what

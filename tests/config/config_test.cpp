@@ -1,7 +1,11 @@
 // Config loading: presets, overrides, every error path names the key and where it came from.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
+#include <map>
+
+#include <yaml-cpp/yaml.h>
 
 #include "core/cuda_visibility.hpp"
 #include "core/error.hpp"
@@ -466,4 +470,44 @@ TEST(Config, TheGivenKeysAreKnown) {
   EXPECT_FALSE(c.was_given("runtime.tiers.host.bytes"));
   EXPECT_FALSE(c.was_given("train.micro"));    // whole names only
   EXPECT_FALSE(c.was_given("train.grad_accum"));
+}
+
+// Every key of the resolved config declares what a resume may do with it (a new key cannot
+// compile without one: the schema's calls take it), and the adoption of a checkpoint's values.
+TEST(ResumePolicy, EveryKeyOfTheConfigDeclaresOne) {
+  const std::map<std::string, OnResume>& policies = resume_policies();
+  std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& n, const std::string& key) {
+    if (!n.IsMap()) {
+      EXPECT_TRUE(policies.count(key)) << key << " has no resume policy";
+      return;
+    }
+    for (auto it = n.begin(); it != n.end(); ++it)
+      walk(it->second, key.empty() ? it->first.Scalar() : key + "." + it->first.Scalar());
+  };
+  const Config defaults;
+  walk(YAML::Load(config_to_yaml(defaults)), "");
+  EXPECT_EQ(policies.at("seed"), OnResume::Fixed);
+  EXPECT_EQ(policies.at("optim.lr"), OnResume::Fixed);
+  EXPECT_EQ(policies.at("train.micro_batch"), OnResume::Placement);
+  EXPECT_EQ(policies.at("runtime.tiers.device.bytes"), OnResume::Free);
+  EXPECT_EQ(policies.at("runtime.memory_limit"), OnResume::Free);
+  EXPECT_EQ(policies.at("runtime.shadow.resident_jobs"), OnResume::Free);
+}
+
+TEST(ResumePolicy, FixedKeysTheConfigDoesNotGiveTakeTheCheckpointsValues) {
+  // The checkpoint's run: another delay (placement's), another refresh dtype (an older default).
+  const Config saved = load_config_text(kBase, "base.yaml",
+                                        {"runtime.shadow.delay=2", "optim.refresh_dtype=float64", "seed=9"});
+  Config now = load_config_text(kBase, "base.yaml", {"optim.lr=0.002"});
+  const std::vector<std::string> kept = adopt_checkpoint_config(now, saved);
+  EXPECT_EQ(now.runtime.shadow.delay, 2);
+  EXPECT_EQ(now.optim.refresh_dtype, saved.optim.refresh_dtype);
+  EXPECT_EQ(now.seed, 7u);                 // given by the file: kept (and refused by the resume check)
+  EXPECT_DOUBLE_EQ(now.optim.lr, 0.002);   // given: kept
+  EXPECT_TRUE(now.was_given("runtime.shadow.delay"));   // placement keeps it now
+  std::string all;
+  for (const std::string& k : kept) all += k + "\n";
+  EXPECT_NE(all.find("runtime.shadow.delay: 2 (this config: 3)"), std::string::npos) << all;
+  EXPECT_EQ(all.find("optim.lr"), std::string::npos) << all;
+  EXPECT_EQ(all.find("train.micro_batch"), std::string::npos) << all;   // not fixed: placement's to choose
 }

@@ -149,8 +149,9 @@ TEST_F(SignalRun, SecondSigintStopsAtOnce) {
 }
 
 TEST_F(SignalRun, KillDashNineNeverLeavesAnIncompleteLatestCheckpoint) {
-  // A checkpoint every step (mostly time in checkpoint writes), killed 20 times at random.
-  const int steps = 60;
+  // A checkpoint every step (mostly time in checkpoint writes), killed 20 times at random. Long
+  // enough that no run of 20 relaunches finishes it first (60 steps did, on a fast machine).
+  const int steps = 150;
   const std::vector<std::string> extra = {"checkpoint.every=1", "checkpoint.keep=2"};
   std::mt19937 rng(std::random_device{}());
   const std::string log = dir_.file("kill.log");

@@ -61,7 +61,7 @@ TEST(PlacementWatch, ReplacesOnlyTheTiersAndOnlyPastTheHysteresis) {
   PlacementWatch watch(running, cfg.runtime.tiers, [readings, k]() {
     const size_t i = std::min((*k)++, readings.size() - 1);
     return MemoryReading{readings[i], "reading " + std::to_string(i)};
-  }, 1, 1);
+  }, 1, 1, running.limit);
   EXPECT_FALSE(watch.check(running)) << "3% below the start: within the hysteresis";
   std::optional<Placement> down = watch.check(running);
   ASSERT_TRUE(down) << "pressed: the run no longer fits";
@@ -110,7 +110,7 @@ TEST(PlacementWatch, RefreshesInFlightAreParkedWhenTheTiersAreNotEnough) {
   auto k = std::make_shared<size_t>(0);
   PlacementWatch watch(running, cfg.runtime.tiers, [readings, k]() {
     return MemoryReading{readings[std::min((*k)++, readings.size() - 1)], "reading"};
-  }, 1, 1);
+  }, 1, 1, running.limit);
   std::optional<Placement> down = watch.check(running);
   ASSERT_TRUE(down);
   EXPECT_TRUE(down->fits) << down->describe();
@@ -138,7 +138,7 @@ TEST(PlacementWatch, NoiseAboveTheStartupsLimitIsNoReason) {
   for (double above : {1.001, 1.05}) {
     PlacementWatch watch(running, cfg.runtime.tiers, [&]() {
       return MemoryReading{static_cast<uint64_t>(above * static_cast<double>(start)), "reading"};
-    }, 1, 1);
+    }, 1, 1, running.limit);
     EXPECT_FALSE(watch.check(running)) << above;
   }
 }
@@ -154,7 +154,7 @@ TEST(PlacementWatch, WhatTheProcessHoldsCorrectsTheEstimate) {
     SCOPED_TRACE(held);
     PlacementWatch watch(running, cfg.runtime.tiers, [&]() {
       return MemoryReading{limit, "reading", static_cast<uint64_t>(held * all)};
-    }, 1, 1);
+    }, 1, 1, running.limit);
     std::optional<Placement> next = watch.check(running);
     if (held == 0) {
       EXPECT_FALSE(next) << "the estimate alone fits";

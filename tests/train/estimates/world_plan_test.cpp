@@ -320,7 +320,7 @@ TEST(WorldPlan, WorldSizeMayChangeOnResume) {
   // A checkpoint of a 4-rank run (world_size 4 set: it was that launch's) resumes at 2.
   const Config saved = load_config(kConfigs + "/tiny-adamw.yaml", {"distributed.world_size=4"});
   const Config now = load_config(kConfigs + "/tiny-adamw.yaml", {"distributed.world_size=2"});
-  EXPECT_EQ(error_of([&] { check_resume_compatible(saved, now, Manifest{}, "ckpt"); }), "(no error)");
+  EXPECT_EQ(error_of([&] { check_resume_compatible(saved, now, Manifest{}, "ckpt", 2); }), "(no error)");
   // The key is written in the resolved config and read back.
   EXPECT_EQ(load_config_text(config_to_yaml(saved), "resolved").distributed.world_size, 4);
 }
