@@ -4,7 +4,9 @@
 //   asteria-optim-replay --config OPT.yaml --input IN.h5 --output OUT.h5 [--set key=value ...]
 //
 // IN.h5:  /init/<name>              initial values (1-D: a vector, updated by AdamW; 2-D: a
-//                                    matrix, preconditioned by shampoo/soap/kl_shampoo)
+//                                    matrix, preconditioned by shampoo/soap/kl_shampoo and
+//                                    orthogonalized by muon; a 2-D name holding "embed", "wte" or
+//                                    "lm_head" is an embedding: muon's AdamW steps it)
 //         /grads/<step>/<name>      gradient at step 1, 2, ... (six digits: 000001)
 // OUT.h5: /params/<step>/<name>     values after each step, float64
 // float32 or float64 datasets; names may contain dots. The optim section is applied with its
@@ -46,7 +48,10 @@ void replay(const asteria::Config& cfg, const std::string& input, const std::str
     if (a.shape.size() != 1 && a.shape.size() != 2)
       fail(input, ": dataset '/init/", name, "' has shape ", shape_text(a.shape), "; parameters are 1-D or 2-D");
     ParamTable t;
-    t.add(name, a.shape, a.shape.size() == 2 ? ParamClass::Matrix : ParamClass::Norm);
+    const bool embedding = name.find("embed") != std::string::npos || name.find("wte") != std::string::npos ||
+                           name.find("lm_head") != std::string::npos;
+    t.add(name, a.shape,
+          a.shape.size() == 1 ? ParamClass::Norm : (embedding ? ParamClass::Embedding : ParamClass::Matrix));
     tables.push_back(std::move(t));
     params.emplace_back(a.data.begin(), a.data.end());
   }

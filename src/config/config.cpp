@@ -347,7 +347,7 @@ void check_and_resolve(Config& cfg, const std::string& source) {
     cfg.runtime.coherence.tolerance = cfg.runtime.coherence.staleness > 1 ? CoherenceRule::kDefaultTolerance : 0.0;
   // A dropped version's owner continues from it (runtime/shadow.hpp): it must know a refresh's
   // decision, made at its publish step, before the block's next refresh F steps later.
-  if (rt.coherence.staleness > 1 && (cfg.optim.name == OptimizerKind::Soap || cfg.optim.name == OptimizerKind::KlShampoo) &&
+  if (rt.coherence.staleness > 1 && describe(cfg.optim.name).refresh_continues &&
       rt.shadow.delay > cfg.optim.precondition_frequency)
     fail(source, ": runtime.coherence.staleness ", rt.coherence.staleness, " needs runtime.shadow.delay (", rt.shadow.delay,
          ") <= optim.precondition_frequency (", cfg.optim.precondition_frequency,
@@ -641,8 +641,10 @@ uint64_t parse_byte_size(const std::string& text) {
 }
 
 void check_supported(const Config& cfg) {
-  if (cfg.optim.name == OptimizerKind::AdamW && cfg.optim.beta2 >= 1.0)
-    fail(cfg.source, ": optim.betas: AdamW needs beta2 < 1");
+  const OptimizerDescription& d = describe(cfg.optim.name);
+  if (const std::string why = d.check(cfg.optim); !why.empty()) fail(cfg.source, ": ", why);
+  if (cfg.runtime.backend == BackendKind::Cuda && !d.runs_on_cuda)
+    fail(cfg.source, ": optim.name ", to_string(cfg.optim.name), " runs on the CPU backend only (runtime.backend cpu)");
 }
 
 }  // namespace asteria

@@ -77,6 +77,8 @@ const std::map<std::string, std::string> kMeanings = {
     {"optim.refresh_dtype", "precision of the roots / eigenbases computation"},
     {"optim.kl_init_factor", "KL-Shampoo: initial eigenvalue estimate"},
     {"optim.kl_max_clamp", "KL-Shampoo: cap of the inverse-sqrt eigenvalue estimates"},
+    {"optim.ns_steps", "Muon: Newton-Schulz iterations of the orthogonalization"},
+    {"optim.nesterov", "Muon: the Nesterov form of the momentum (else plain SGD momentum)"},
     {"optim.adamw_1d.lr",
      "AdamW of the tensors a second-order optimizer does not precondition (norm weights; embeddings unless "
      "precondition_embeddings): negative = optim.lr and its schedule, else this peak lr"},

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "config/config.hpp"
+#include "optim/optimizer_description.hpp"
 
 namespace asteria::schema {
 
@@ -66,8 +67,11 @@ std::vector<std::pair<std::string, E>> named(std::initializer_list<E> values) {
 // the resolved config's text (config.yaml, the checkpoints' manifests) stays as it was.
 constexpr bool kQuoted = true;
 
+// optim.name's choices: every optimizer with a description (optim/optimizer_description.hpp).
 inline std::vector<std::pair<std::string, OptimizerKind>> optimizer_kinds() {
-  return named({OptimizerKind::AdamW, OptimizerKind::Shampoo, OptimizerKind::Soap, OptimizerKind::KlShampoo});
+  std::vector<std::pair<std::string, OptimizerKind>> out;
+  for (const OptimizerDescription* d : optimizer_descriptions()) out.emplace_back(to_string(d->kind), d->kind);
+  return out;
 }
 
 template <class V>
@@ -140,6 +144,8 @@ void visit(V& v, OptimConfig& o) {
   v.choice("refresh_dtype", o.refresh_dtype, named({matfn::Precision::Float64, matfn::Precision::Float32}), kFixed, kQuoted);
   v.field("kl_init_factor", o.kl_init_factor, positive(), kFixed);
   v.field("kl_max_clamp", o.kl_max_clamp, positive(), kFixed);
+  v.field("ns_steps", o.ns_steps, at_least(1), kFixed);
+  v.field("nesterov", o.nesterov, any(), kFixed);
   v.section("adamw_1d", o.adamw_1d);
 }
 

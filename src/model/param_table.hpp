@@ -19,6 +19,9 @@ struct ParamEntry {
   ParamClass cls = ParamClass::Matrix;
   int64_t row_offset = 0;       // a shard's row-block of a tensor: its first row in the tensor,
   int64_t tensor_rows = 0;      // and the tensor's rows (0: the entry is the whole tensor)
+  // A fused tensor's stacked matrices of equal rows (att_qkv: q, k, v; mlp_up: up, gate): what
+  // another implementation has as separate weights, for optimizers that treat each alone (Muon).
+  int parts = 1;
 };
 
 struct ParamTable {
@@ -26,10 +29,11 @@ struct ParamTable {
   size_t numel = 0;
 
   // Appends a tensor at the end of the layer's buffer and returns its offset.
-  size_t add(std::string name, std::vector<int64_t> shape, ParamClass cls) {
+  size_t add(std::string name, std::vector<int64_t> shape, ParamClass cls, int parts = 1) {
     size_t n = 1;
     for (auto s : shape) n *= static_cast<size_t>(s);
     entries.push_back({std::move(name), std::move(shape), numel, n, cls});
+    entries.back().parts = parts;
     numel += n;
     return entries.back().offset;
   }

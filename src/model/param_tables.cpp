@@ -21,14 +21,14 @@ std::vector<ParamTable> model_param_tables(const ModelConfig& cfg) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     ParamTable t;
     if (rms) t.add(p + "att_norm", {C}, ParamClass::Norm);
-    t.add(p + "att_qkv", {3 * C, C}, ParamClass::Matrix);
+    t.add(p + "att_qkv", {3 * C, C}, ParamClass::Matrix, /*parts=*/3);   // q, k, v
     if (cfg.qk_norm) {
       t.add(p + "q_norm", {C}, ParamClass::Norm);
       t.add(p + "k_norm", {C}, ParamClass::Norm);
     }
     t.add(p + "att_out", {C, C}, ParamClass::Matrix);
     if (rms) t.add(p + "mlp_norm", {C}, ParamClass::Norm);
-    t.add(p + "mlp_up", {2 * F, C}, ParamClass::Matrix);
+    t.add(p + "mlp_up", {2 * F, C}, ParamClass::Matrix, /*parts=*/2);   // up (x), gate (g)
     t.add(p + "mlp_down", {C, F}, ParamClass::Matrix);
     tables.push_back(std::move(t));
   }

@@ -11,7 +11,7 @@
 namespace asteria {
 
 // optim.name.
-enum class OptimizerKind { AdamW, Shampoo, Soap, KlShampoo };
+enum class OptimizerKind { AdamW, Shampoo, Soap, KlShampoo, Muon };
 // optim.root_method: Shampoo's inverse roots by eigendecomposition, or by coupled Newton.
 enum class RootMethod { Eigh, Newton };
 // optim.grafting: Shampoo's update takes the norm of Adam's (Adam), or its own (None).
@@ -23,6 +23,7 @@ inline const char* to_string(OptimizerKind k) {
     case OptimizerKind::Shampoo: return "shampoo";
     case OptimizerKind::Soap: return "soap";
     case OptimizerKind::KlShampoo: return "kl_shampoo";
+    case OptimizerKind::Muon: return "muon";
   }
   return "?";
 }
@@ -30,7 +31,8 @@ inline const char* to_string(RootMethod m) { return m == RootMethod::Newton ? "n
 inline const char* to_string(Grafting g) { return g == Grafting::None ? "none" : "adam"; }
 
 // AdamW for the tensors a second-order optimizer does not precondition (norm weights, and
-// embeddings unless optim.precondition_embeddings).
+// embeddings unless optim.precondition_embeddings), and for those Muon does not orthogonalize
+// (embeddings, the LM head, norm weights).
 struct AdamW1DConfig {
   double lr = -1;               // negative: optim.lr (and its schedule); else this peak lr
   double beta1 = 0.9;
@@ -65,10 +67,12 @@ struct OptimConfig {
   matfn::Precision refresh_dtype = matfn::Precision::Float64;  // roots / eigenbases (SOAP, KL: float32)
   double kl_init_factor = 0.1;        // KL-Shampoo: initial eigenvalue estimate
   double kl_max_clamp = 4000;         // KL-Shampoo: cap of inverse-sqrt eigenvalue estimates
+  int ns_steps = 5;                   // Muon: Newton-Schulz iterations
+  bool nesterov = true;               // Muon: the Nesterov form of the momentum
   AdamW1DConfig adamw_1d;
 };
 
-// The defaults of an optimizer.
+// The defaults of an optimizer: its description's (optim/optimizer_description.hpp).
 OptimConfig optim_defaults(OptimizerKind kind);
 
 }  // namespace asteria

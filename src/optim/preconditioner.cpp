@@ -158,4 +158,9 @@ std::unique_ptr<BlockPreconditioner> make_preconditioner(OptimizerKind algorithm
   fail("no preconditioner for optimizer ", to_string(algorithm));
 }
 
+size_t refresh_payload_floats(OptimizerKind algorithm, int64_t rows, int64_t cols) {
+  const size_t square = static_cast<size_t>(rows * rows + cols * cols);
+  return algorithm == OptimizerKind::Shampoo ? square : square + static_cast<size_t>(rows + cols);
+}
+
 }  // namespace asteria

@@ -108,6 +108,9 @@ std::vector<double> refresh_part_costs(OptimizerKind algorithm, int64_t rows, in
 //               from the scaled G Q_R and Q_L^T G:                     7 m^2 n + 9 m n^2
 // For the benchmarks' FLOP rate of optim_s (run_info.json's optimizer_step_matmul_flops).
 double step_matmul_flops(OptimizerKind algorithm, int64_t rows, int64_t cols);
+// Floats of one refresh's result as a replica receives it (runtime/coherence.hpp): the inverse
+// roots (Shampoo), or the bases with their per-direction values (SOAP, KL-Shampoo).
+size_t refresh_payload_floats(OptimizerKind algorithm, int64_t rows, int64_t cols);
 
 // Bytes one block keeps, by kind (for reports and --dry-run).
 struct PreconditionerBytes {

@@ -62,8 +62,7 @@ Coherence::Coherence(CoherenceRule rule, bool hierarchical, Communicator& replic
 }
 
 size_t Coherence::payload_bytes(OptimizerKind algorithm, int64_t rows, int64_t cols) {
-  const size_t square = static_cast<size_t>(rows * rows + cols * cols);
-  return sizeof(float) * (algorithm == OptimizerKind::Shampoo ? square : square + static_cast<size_t>(rows + cols));
+  return sizeof(float) * refresh_payload_floats(algorithm, rows, cols);
 }
 
 void Coherence::pack(const RefreshJob& job, Control& c) {

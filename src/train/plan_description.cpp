@@ -56,7 +56,7 @@ struct PlannedShadow {
 
 PlannedShadow plan_shadow(const Config& cfg, const std::vector<ParamTable>& tables, int64_t step, const WorldPlan* world) {
   PlannedShadow p;
-  if (cfg.optim.name == OptimizerKind::AdamW) return p;
+  if (!describe(cfg.optim.name).refreshes) return p;
   const int L = static_cast<int>(tables.size());
   std::vector<std::vector<MatrixBlock>> blocks;
   std::vector<int> counts;

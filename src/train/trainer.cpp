@@ -257,7 +257,7 @@ struct Trainer::Impl {
   // the target the step runs on, and the tiered memory the optimizer's state lives in.
   void build_model_and_optimizer() {
     const std::vector<ParamTable> tables = model_param_tables(cfg.model);
-    sharding = std::make_unique<Sharding>(cfg.distributed.fsdp, topo, tables, cfg.optim.max_preconditioner_dim);
+    sharding = std::make_unique<Sharding>(cfg.distributed.fsdp, topo, tables, shard_unit_rows(cfg.optim));
     // Sharded (ZeRO-3): the model runs on whole-layer buffers bound in flight. On the GPU the
     // host keeps the parameters only, the image the device starts from.
     const auto storage = sharding->sharded()               ? Model<float>::Storage::Bound
@@ -431,9 +431,9 @@ struct Trainer::Impl {
                            {"blas", blas_report()},
                            {"tokens_per_step", r.tokens_per_step},
                            {"ranks", world}};
-    // This rank's blocks (a sharded rank's share of the model's; with replicas, every block).
-    if (const auto* so = dynamic_cast<const SecondOrderOptimizer*>(optimizer.get()))
-      info["optimizer_step_matmul_flops"] = so->step_matmul_flops();
+    // This rank's share of the optimizer's GEMMs (a sharded rank's tensors; with replicas, all).
+    if (const double flops = describe(cfg.optim.name).step_flops(cfg.optim, sharding->owned_tables()); flops > 0)
+      info["optimizer_step_matmul_flops"] = flops;
     if (shadow) info["shadow_lane"] = to_string(shadow_lane(cfg));
     info["placement"] = placement_json(placement);
     write_text_durably(dir / "run_info.json", info.dump(2) + "\n");

@@ -83,7 +83,13 @@ std::vector<std::string> disk_tier_sets() {
 INSTANTIATE_TEST_SUITE_P(
     Cases, Resume,
     ::testing::Values(
-        ResumeCase{"adamw", "adamw", {}}, ResumeCase{"shampoo_native", "shampoo", {"runtime.mode=native"}},
+        ResumeCase{"adamw", "adamw", {}}, ResumeCase{"muon", "muon", {"optim.lr=0.02"}},
+        ResumeCase{"muon_disk_tier", "muon", [] {
+                     std::vector<std::string> s = disk_tier_sets();
+                     s.push_back("optim.lr=0.02");
+                     return s;
+                   }()},
+        ResumeCase{"shampoo_native", "shampoo", {"runtime.mode=native"}},
         ResumeCase{"soap_native", "soap", {"runtime.mode=native"}},
         ResumeCase{"kl_shampoo_native", "kl_shampoo", {"runtime.mode=native"}},
         ResumeCase{"soap_asteria_compute", "soap", {"runtime.mode=asteria", "runtime.shadow.delay=3", "runtime.shadow.lane=compute"}},

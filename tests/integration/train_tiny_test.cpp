@@ -173,7 +173,7 @@ TEST(TrainTiny, BadDataIsRefusedBeforeAnythingIsWritten) {
   EXPECT_EQ(s, "{\"step\": 1}\n");
 }
 
-// Each second-order optimizer trains the tiny model, and the same seed gives the same bits.
+// Each second-order optimizer (and Muon) trains the tiny model, and the same seed gives the same bits.
 class TrainTinySecondOrder : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TrainTinySecondOrder, TrainsAndIsDeterministic) {
@@ -202,4 +202,4 @@ TEST_P(TrainTinySecondOrder, TrainsAndIsDeterministic) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, TrainTinySecondOrder, ::testing::Values("shampoo", "soap", "kl_shampoo"));
+INSTANTIATE_TEST_SUITE_P(Optimizers, TrainTinySecondOrder, ::testing::Values("shampoo", "soap", "kl_shampoo", "muon"));

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "optim/adamw.hpp"
+#include "optim/muon.hpp"
 #include "optim/second_order.hpp"
 
 using namespace asteria;
@@ -25,6 +26,12 @@ OptimizerKind optimizer_named(const std::string& name) {
 
 std::unique_ptr<Optimizer> make(const std::string& algo, double wd, const std::vector<ParamTable>& layers,
                                 bool compensated) {
+  if (algo == "muon") {   // a zero gradient orthogonalizes to zero: the decay alone
+    MuonParams p;
+    p.weight_decay = wd;
+    p.compensated = compensated;
+    return std::make_unique<Muon>(p, layers);
+  }
   if (algo == "adamw") {
     AdamWParams p;
     p.weight_decay = wd;
@@ -80,5 +87,5 @@ TEST_P(WeightDecay, WithoutCompensationTheTinyDecayIsLost) {
   EXPECT_GT(decay_error_ulps(GetParam(), 1e-9, false), 0.75);
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, WeightDecay, ::testing::Values("adamw", "shampoo", "soap", "kl_shampoo"),
+INSTANTIATE_TEST_SUITE_P(Optimizers, WeightDecay, ::testing::Values("adamw", "shampoo", "soap", "kl_shampoo", "muon"),
                          [](const auto& info) { return std::string(info.param); });

@@ -110,7 +110,7 @@ std::string layer_map(const Config& cfg, const WorldPlan& plan, int l) {
   std::vector<ParamTable> mine;
   size_t units = 0;
   for (int g = 0; g < G; ++g) {
-    mine.push_back(shard_table(t, s, g, cfg.optim.max_preconditioner_dim));
+    mine.push_back(shard_table(t, s, g, shard_unit_rows(cfg.optim)));
     units += mine.back().entries.size();
   }
   size_t largest = 0;
@@ -183,8 +183,13 @@ void shard_map_section(std::ostream& os, const Config& cfg, const WorldPlan& pla
   if (!w.sharded()) {
     os << "nothing is sharded: every rank holds and steps every layer whole\n\n";
   } else {
-    os << "unit: a row-block of a matrix (at most optim.max_preconditioner_dim = " << cfg.optim.max_preconditioner_dim
-       << " rows, all columns) or a 1-D tensor; a rank owns whole units and steps them\n";
+    const int64_t unit = shard_unit_rows(cfg.optim);
+    if (unit < (int64_t{1} << 31))
+      os << "unit: a row-block of a matrix (at most " << unit << " rows, all columns) or a 1-D tensor; a rank owns whole "
+         << "units and steps them\n";
+    else
+      os << "unit: a whole tensor (" << to_string(cfg.optim.name) << " steps each matrix whole); a rank owns whole units "
+         << "and steps them\n";
     // Consecutive layers with the same map (blocks.0 .. blocks.N-1) print it once.
     const int L = static_cast<int>(plan.tables.size());
     for (int l = 0; l < L;) {
@@ -238,9 +243,10 @@ void memory_section(std::ostream& os, const Config& cfg, const WorldPlan& plan) 
     }
     os << "  over a shard group: " << human_bytes(static_cast<double>(sum)) << " = one process's "
        << human_bytes(static_cast<double>(plan.one_rank_optim.total()));
-    if (cfg.optim.name != OptimizerKind::AdamW) os << "; " << blocks << " blocks = " << plan.one_rank_optim.blocks;
+    const bool blocked = describe(cfg.optim.name).refreshes;
+    if (blocked) os << "; " << blocks << " blocks = " << plan.one_rank_optim.blocks;
     os << "\n";
-    if (cfg.optim.name != OptimizerKind::AdamW) {
+    if (blocked) {
       int64_t lo = INT64_MAX, hi = 0;
       for (const RankFigures& f : plan.ranks) {
         lo = std::min(lo, f.optim.blocks);
@@ -416,13 +422,15 @@ std::string dry_run_report(const Config& given) {
      << "params:           " << human_bytes(p) << "\n"
      << "grads:            " << human_bytes(p) << "\n"
      << "optimizer state:  " << human_bytes(opt) << "  (" << to_string(cfg.optim.name) << ")\n";
-  if (cfg.optim.name != OptimizerKind::AdamW)
+  const OptimizerDescription& od = describe(cfg.optim.name);
+  if (od.refreshes)
     os << "  factors:        " << human_bytes(static_cast<double>(ob.factors)) << "  (" << ob.blocks
        << " blocks, max dim " << cfg.optim.max_preconditioner_dim << ")\n"
        << "  roots/bases:    " << human_bytes(static_cast<double>(ob.roots)) << "\n"
        << "  moments:        " << human_bytes(static_cast<double>(ob.moments)) << "\n";
-  os << "  adamw moments:  " << human_bytes(static_cast<double>(ob.adamw))
-     << (cfg.optim.name == OptimizerKind::AdamW ? "  (m, v of every parameter)\n" : "  (m, v of the 1-D / unpreconditioned parameters)\n");
+  else if (ob.moments > 0)
+    os << "  moments:        " << human_bytes(static_cast<double>(ob.moments)) << "\n";
+  os << "  adamw moments:  " << human_bytes(static_cast<double>(ob.adamw)) << "  (" << od.adamw_covers << ")\n";
   if (ob.compensation > 0)
     os << "  compensation:   " << human_bytes(static_cast<double>(ob.compensation))
        << "  (optim.compensated_updates: one float per parameter)\n";

@@ -62,7 +62,8 @@ struct RefreshWork {
 };
 
 RefreshWork refresh_work(const Config& cfg, const std::vector<ParamTable>& tables) {
-  if (cfg.optim.name == OptimizerKind::AdamW) return {};
+  const OptimizerDescription& d = describe(cfg.optim.name);
+  if (!d.refreshes) return {d.work_bytes(cfg.optim, tables), 0};   // its step's buffers, if any
   double largest_grad = 0, largest_ws = 0;
   std::vector<double> jobs;
   for (int l = 0; l < static_cast<int>(tables.size()); ++l)
@@ -124,7 +125,7 @@ std::optional<ShardedDeviceRank> sharded_device_rank(const Config& cfg, TierChec
       r.figures = f;
       r.tables.clear();
       for (size_t l = 0; l < plan.tables.size(); ++l)
-        r.tables.push_back(shard_table(plan.tables[l], plan.shards[l], f.group_rank, cfg.optim.max_preconditioner_dim));
+        r.tables.push_back(shard_table(plan.tables[l], plan.shards[l], f.group_rank, shard_unit_rows(cfg.optim)));
     }
   return r;
 }

@@ -246,7 +246,7 @@ struct Move {
 // Whether the run has shadow refreshes in flight after its synchronous warm-up.
 bool refreshes_in_flight(const Config& c) {
   const int64_t sync = c.runtime.shadow.sync_steps >= 0 ? c.runtime.shadow.sync_steps : c.train.warmup_steps;
-  return c.runtime.mode == RuntimeMode::Asteria && c.optim.name != OptimizerKind::AdamW && sync < c.train.steps;
+  return c.runtime.mode == RuntimeMode::Asteria && describe(c.optim.name).refreshes && sync < c.train.steps;
 }
 
 // The shadow pipeline's refreshes in flight parked on the disk tier, all but the jobs in use at

@@ -45,7 +45,7 @@ WorldPlan plan_world(const Config& cfg, TierCheck tier_check) {
   p.world = planned_world(cfg);
   p.tables = model_param_tables(cfg.model);
   p.layer_names = model_layer_names(cfg.model);
-  const int64_t max_dim = cfg.optim.max_preconditioner_dim;
+  const int64_t max_dim = shard_unit_rows(cfg.optim);
   const int G = p.world.group, R = p.world.replicas;
   size_t numel = 0;
   for (size_t l = 0; l < p.tables.size(); ++l) {
@@ -109,7 +109,7 @@ WorldPlan plan_world(const Config& cfg, TierCheck tier_check) {
 CoherencePlan plan_coherence(const Config& cfg, const WorldPlan& plan) {
   CoherencePlan c;
   const PlannedWorld& w = plan.world;
-  if (cfg.runtime.mode != RuntimeMode::Asteria || cfg.optim.name == OptimizerKind::AdamW || w.replicas < 2) return c;
+  if (cfg.runtime.mode != RuntimeMode::Asteria || !describe(cfg.optim.name).refreshes || w.replicas < 2) return c;
   c.active = true;
   c.replicas = w.replicas;
   c.groups = w.group;
@@ -120,7 +120,7 @@ CoherencePlan plan_coherence(const Config& cfg, const WorldPlan& plan) {
   for (int r = 0; r < w.replicas; ++r)
     node_of.push_back(w.mode == FsdpMode::Hybrid ? r : (w.ranks_per_node > 0 ? r / w.ranks_per_node : 0));
   c.nodes = node_of.back() + 1;
-  const int64_t max_dim = cfg.optim.max_preconditioner_dim;
+  const int64_t max_dim = shard_unit_rows(cfg.optim);
   c.blocks_min = INT64_MAX;
   c.cost_min = 1e300;
   for (int g = 0; g < w.group; ++g) {
