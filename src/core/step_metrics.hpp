@@ -18,6 +18,10 @@
 // per_rank) in the same order, because the reduction is positional. What a subsystem records
 // may depend on the configuration, never on the rank's data: a rank with nothing to report
 // records 0. local values may be recorded at any time before record() and need no agreement.
+// reduce() checks the contract: a hash of every rank's keys (with their kinds) is exchanged
+// first, and a rank whose keys differ from rank 0's ends the step on every rank with an Error
+// naming that rank, the first key that differs and its position, before the values are summed
+// (a sum of misaligned slots would be wrong figures, or a collective of mismatched sizes).
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -42,7 +46,8 @@ class StepMetrics {
   void max(const std::string& key, double value);
   void per_rank(const std::string& key, double value, bool written = true);
 
-  // The one collective of the step: every combined value over the ranks.
+  // The step's collective: every combined value over the ranks, after the check of the keys (a
+  // small collective of `world` doubles; two more to name a mismatch).
   void reduce(const SumOverRanks& sum_over_ranks);
 
   // After reduce: a combined value by its key (a sum's or max's total; a per_rank's list).
@@ -62,10 +67,14 @@ class StepMetrics {
   };
   const Combined& find(const std::string& key) const;
   void add(const std::string& key, Kind kind, double value, bool written);
+  // The keys' check: throws when a rank recorded other combined keys than rank 0.
+  void check_same_keys(const SumOverRanks& sum_over_ranks);
+  [[noreturn]] void name_mismatch(const SumOverRanks& sum_over_ranks, int rank);
 
   int rank_, world_;
   std::vector<Combined> combined_;
   std::vector<double> values_;
+  std::vector<double> key_hashes_;   // the check's exchange (kept: no allocation per step)
   nlohmann::json locals_;
   bool reduced_ = false;
 };

@@ -16,6 +16,7 @@
 #include "train/sharded_layers.hpp"
 #include "model/ops/op_set.hpp"
 #include "optim/adamw.hpp"
+#include "optim/second_order.hpp"
 #include "optim/sum_of_squares.hpp"
 #include "config/config.hpp"
 #include "train/estimates/memory_estimate.hpp"
@@ -73,7 +74,7 @@ std::unique_ptr<DeviceShards> device_shards(const Config& cfg, Sharding& shardin
                                         ShardingPlanOps::grad_buffers(tied), cfg.distributed.timeout_s);
 }
 
-class CudaTraining final : public DeviceTraining {
+class CudaTraining final : public TrainingTarget {
  public:
   CudaTraining(const Config& cfg, Model<float>& image, Optimizer& opt, Sharding& sharding)
       : backend_(open_device(cfg, sharding)),
@@ -92,10 +93,15 @@ class CudaTraining final : public DeviceTraining {
                               model_, *shards_, shards_->params_in_flight(), shards_->grads_in_flight())
                         : nullptr) {}
 
-  std::string device_name() const override { return backend_->name(); }
+  std::string name() const override { return backend_->name(); }
 
-  double dense_bf16_peak_flops() const override {
-    const std::string name = device_name();
+  PeakFlops peak_flops(int /*threads*/) const override {
+    const double flops = dense_bf16_peak_flops();
+    return {flops, flops > 0 ? "the GPU's dense bf16 tensor-core peak" : "unknown GPU: set run.peak_flops"};
+  }
+
+  double dense_bf16_peak_flops() const {
+    const std::string name = backend_->name();
     struct Known {
       const char* part;
       double flops;
@@ -189,9 +195,8 @@ class CudaTraining final : public DeviceTraining {
       CudaOps::to_host(image_.params(l), model_.params(l), image_.table(l).numel);
   }
 
-  SecondOrderOptimizer* second_order() override { return second_order_.get(); }
   Backend& backend() override { return *backend_; }
-  Optimizer& device_optimizer() override { return second_order_ ? *second_order_ : host_opt_; }
+  Optimizer& stepping_optimizer() override { return second_order_ ? *second_order_ : host_opt_; }
 
   std::optional<double> energy_j() const override { return energy_.joules(); }
 
@@ -215,14 +220,14 @@ class CudaTraining final : public DeviceTraining {
 
 }  // namespace
 
-std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer,
+std::unique_ptr<TrainingTarget> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer,
                                                      Sharding& sharding) {
   return std::make_unique<CudaTraining>(cfg, image, optimizer, sharding);
 }
 
 #else  // a build without the CUDA backend
 
-std::unique_ptr<DeviceTraining> make_device_training(const Config&, Model<float>&, Optimizer&, Sharding&) {
+std::unique_ptr<TrainingTarget> make_device_training(const Config&, Model<float>&, Optimizer&, Sharding&) {
   std::string why;
   cuda_backend_available(&why);
   fail("runtime.backend cuda: ", why);

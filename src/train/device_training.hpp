@@ -9,7 +9,7 @@
 //           grafting, the update) on the device; refreshes on the host from snapshots of the
 //           device state, inline (native) or on the shadow pipeline's host workers (asteria),
 //           published back into device memory.
-// The optimizer state's memory is the trainer's TierManager's, on backend(): device_optimizer()'s
+// The optimizer state's memory is the trainer's TierManager's, on backend(): stepping_optimizer()'s
 // state tensors are bound into its device arena (GPU memory), or visit it from its pinned host
 // arena and the disk tier as runtime.tiers says.
 //
@@ -43,7 +43,6 @@
 
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
-#include "optim/second_order.hpp"
 #include "train/training_target.hpp"
 
 namespace asteria {
@@ -53,38 +52,20 @@ struct Config;
 class Backend;
 class Sharding;
 
-class DeviceTraining : public TrainingTarget {
- public:
-  virtual ~DeviceTraining() = default;
-
-  virtual std::string device_name() const = 0;   // "cuda:0 (NVIDIA H200)"
-  // The device's dense bf16 peak in FLOP/s when its name is one this knows (H100/H200/GH200
-  // 989e12, A100 312e12, B200 2250e12, L40S 362e12), else 0: the reference of the mfu metric.
-  virtual double dense_bf16_peak_flops() const = 0;
-
-  // The model, its gradients and the optimizer's step run on the device (TrainingTarget's
-  // contract); download() and download_params() copy the device's parameters and the
-  // optimizer's counters back into the host image.
-
-  // The image's parameters and the optimizer's counters onto the device; returns when the copy
-  // is complete.
-  virtual void upload() = 0;
-  // The device (the tier manager allocates and copies the optimizer state with it).
-  virtual Backend& backend() = 0;
-  // The optimizer whose state tensors the tier manager binds to device memory: the
-  // second-order twin, or the host AdamW itself.
-  virtual Optimizer& device_optimizer() = 0;
-  // The optimizer that steps on the device when it is a second-order one (the shadow pipeline
-  // snapshots and publishes its blocks), else null.
-  virtual SecondOrderOptimizer* second_order() = 0;
-};
+// make_device_training's TrainingTarget: name() is the device's ("cuda:0 (NVIDIA H200)"); peak_flops its
+// dense bf16 peak when its name is one this knows (H100/H200/GH200 989e12, A100 312e12, B200
+// 2250e12, L40S 362e12), else 0; backend() the device (the tier manager allocates and copies the
+// optimizer state with it); stepping_optimizer() the second-order twin, or the host AdamW
+// itself, whose state tensors the tier manager binds to device memory. upload() fills the device
+// from the host image; download() and download_params() copy the device's parameters and the
+// optimizer's counters back into it.
 
 // Allocates the device side (upload() fills it); sharded, a collective over the shard and
 // replica groups (their NCCL communicators). `optimizer` is built on sharding.owned_tables().
 // Throws, naming the reason, when this build has no CUDA backend, no device can be opened, the
 // device has fewer free bytes than the rank needs (train/estimates/memory_estimate.hpp
 // device_memory, checked before allocating), or the optimizer is neither AdamW nor second-order.
-std::unique_ptr<DeviceTraining> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer,
+std::unique_ptr<TrainingTarget> make_device_training(const Config& cfg, Model<float>& image, Optimizer& optimizer,
                                                      Sharding& sharding);
 
 }  // namespace asteria

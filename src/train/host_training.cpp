@@ -6,6 +6,7 @@
 #include "fsdp/sharding_plan_ops.hpp"
 #include "model/ops/op_set.hpp"
 #include "optim/sum_of_squares.hpp"
+#include "train/estimates/flops.hpp"
 
 namespace asteria {
 
@@ -21,6 +22,10 @@ HostTraining::HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& 
   grad_slots_ = std::make_unique<LayerSlots>("gradient", ShardingPlanOps::grad_buffers(tied), sharding_.largest_layer(),
                                              timeout_s);
   layers_ = std::make_unique<ShardedLayers<CpuOps, Sharding>>(model_, sharding_, *param_slots_, *grad_slots_);
+}
+
+PeakFlops HostTraining::peak_flops(int threads) const {
+  return {cpu_peak_flops(threads), "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"};
 }
 
 void HostTraining::init(uint64_t seed) {

@@ -6,7 +6,9 @@
 // reduced into Sharding's shards (train/sharded_layers.hpp), from two pools sized by the plan's
 // prefetch distance.
 #include <memory>
+#include <string>
 
+#include "core/backend.hpp"
 #include "fsdp/layer_slots.hpp"
 #include "fsdp/sharding.hpp"
 #include "model/model.hpp"
@@ -38,6 +40,12 @@ class HostTraining final : public TrainingTarget {
   // reduce_scatter of the last one also reduces the shard over the replicas (hybrid).
   void bind_sharded_ops(Executor& executor, int micro_batches) override;
 
+  std::string name() const override { return "cpu"; }
+  // threads x the CPU's MHz x 32 fp32 FLOP per cycle (train/estimates/flops.hpp).
+  PeakFlops peak_flops(int threads) const override;
+  Backend& backend() override { return *backend_; }
+  Optimizer& stepping_optimizer() override { return optimizer_; }
+
   void set_batch(const int32_t* inputs, const int32_t* targets) override { model_.set_batch(inputs, targets); }
   double forward(int l) override { return model_.forward(l); }
   void recompute(int l) override { model_.recompute(l); }
@@ -54,6 +62,7 @@ class HostTraining final : public TrainingTarget {
   Model<float>& model_;
   Optimizer& optimizer_;
   Sharding& sharding_;
+  std::unique_ptr<Backend> backend_ = make_cpu_backend();
   // Sharded: the whole-layer buffers in flight (gathered parameters, gradients being reduced;
   // init_only: one parameter buffer), and what the step does with them (null: not sharded or
   // init_only).

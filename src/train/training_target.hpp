@@ -11,17 +11,42 @@
 // part, zeroes it for the next step.
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "core/step_metrics.hpp"
 #include "optim/block_range.hpp"
 
 namespace asteria {
 
+class Backend;
 class Executor;
+class Optimizer;
+
+// The peak rate the mfu metric is measured against, and how it was found (run_info.json).
+struct PeakFlops {
+  double flops = 0;   // 0: unknown
+  std::string formula;
+};
 
 class TrainingTarget {
  public:
   virtual ~TrainingTarget() = default;
+
+  // What computes: "cpu", "cuda:0 (NVIDIA H200)".
+  virtual std::string name() const = 0;
+  // The compute's peak rate with `threads` compute threads (the CPU's) for the mfu metric.
+  virtual PeakFlops peak_flops(int threads) const = 0;
+  // Where the optimizer state's memory is allocated (the tier manager's backend: the host's, or
+  // the device whose memory is its device tier).
+  virtual Backend& backend() = 0;
+  // The optimizer that steps the parameters, whose state tensors the tier manager binds: the
+  // trainer's own (CPU), or the device's (a second-order twin on the GPU, or the host AdamW
+  // whose state tensors are bound to device memory). The shadow pipeline refreshes its blocks
+  // when it is a SecondOrderOptimizer.
+  virtual Optimizer& stepping_optimizer() = 0;
+  // The host image's parameters and the optimizer's counters onto the target (after a resume
+  // restored them); returns when the copy is complete. The host's image is the model itself.
+  virtual void upload() {}
 
   // The model (model/model.hpp's contract).
   virtual void set_batch(const int32_t* inputs, const int32_t* targets) = 0;

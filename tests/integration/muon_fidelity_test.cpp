@@ -149,3 +149,26 @@ TEST(MuonFidelity, FollowsTheAuthorsCodeAsCloselyAsItsOwnFloat32Does) {
     EXPECT_LE(dev_ast, 1.25 * dev_ref) << (muon ? "muon" : "adamw");
   }
 }
+
+// distributed.fsdp full with Muon: the layers are sharded in whole tensors (every matrix on one
+// rank: Newton-Schulz needs no gather), and two ranks train as one does on the same global batch
+// (the gradient sums round in another order).
+TEST(MuonRanks, ShardedInWholeMatricesTrainsAsOneRank) {
+  TempDir dir("muon-ranks");
+  asteria::testing::write_bigram_tokens(dir.file("train.bin"), 40000, 512, 3);
+  const std::string args = " --config " + asteria::testing::kConfigs + "/tiny-adamw.yaml --set optim.name=muon"
+                           " --set optim.lr=0.02 --set data.train=" + dir.file("train.bin") +
+                           " --set data.eval= --set train.steps=8 --set checkpoint.enabled=false";
+  std::string log;
+  ASSERT_EQ(run_command(asteria::testing::kTrain + args + " --set train.micro_batch=8 --set run.dir=" + dir.file("one"), &log), 0)
+      << log;
+  ASSERT_EQ(run_command(asteria::testing::kMpirun + "-np 2 " + asteria::testing::kTrain + args +
+                            " --set train.micro_batch=4 --set distributed.fsdp=full --set run.dir=" + dir.file("two"), &log), 0)
+      << log;
+  ASSERT_EQ(run_command(asteria::testing::kTrain + args + " --set distributed.world_size=2 --dry-run", &log), 0) << log;
+  EXPECT_NE(log.find("unit: a whole tensor (muon steps each matrix whole)"), std::string::npos) << log;
+  const std::vector<double> one = asteria::testing::losses(dir.file("one")), two = asteria::testing::losses(dir.file("two"));
+  ASSERT_EQ(one.size(), 8u);
+  EXPECT_LT(asteria::testing::worst_relative(one, two), 1e-4);
+  std::printf("muon, 1 vs 2 ranks (fsdp full): %.3g relative\n", asteria::testing::worst_relative(one, two));
+}
