@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Convergence measured fairly: an lr sweep on bench-small for AdamW, SOAP, Shampoo and KL-Shampoo
+# Convergence measured fairly: an lr sweep on bench-small for AdamW, SOAP, Shampoo and KL-Shampoo (and Muon, by OPTIMIZERS)
 # (the second-order ones in asteria mode, as users run them), each at FACTORS x its shipped lr (a
 # log grid), STEPS steps, eval every 25. Each optimizer's best lr (lowest final eval loss) is then
 # compared with AdamW's best: steps and wall-clock to reach AdamW's best final eval loss, with a
@@ -30,7 +30,7 @@ for f in $FACTORS; do
     cfg=configs/bench-small-$opt.yaml
     base=$(awk '$1 == "lr:" {print $2; exit}' "$cfg")
     mode=asteria
-    [[ $opt == adamw ]] && mode=native
+    [[ $opt == adamw || $opt == muon ]] && mode=native   # no refreshes to move off the critical path
     lr=$(python3 -c "print(f'{$base * $f:.3g}')")
     record=$OUT/runs/$opt-lr$lr.json
     [[ -f $record ]] && continue

@@ -140,6 +140,57 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   if (!out) fail("cannot write ", path, " (disk full?)");
 }
 
+namespace {
+
+// One tensor's header entry, checked against the data area of `data_size` bytes.
+SafetensorsFile::Tensor header_entry(const std::string& path, const std::string& name, const nlohmann::json& t,
+                                     size_t data_size) {
+  auto bad = [&](const auto&... why) { fail(path, ": tensor ", excerpt(name), ": ", why...); };
+  if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string() || !t.contains("shape") || !t["shape"].is_array() ||
+      !t.contains("data_offsets") || !t["data_offsets"].is_array() || t["data_offsets"].size() != 2)
+    bad("the header entry needs dtype (a string), shape (a list) and data_offsets ([begin, end])");
+  SafetensorsFile::Tensor x;
+  x.dtype = t["dtype"].get<std::string>();
+  const size_t elem = any_dtype_bytes(x.dtype);
+  if (elem == 0) bad("unknown dtype ", excerpt(x.dtype));
+  for (const auto& d : t["shape"]) {
+    if (!d.is_number_unsigned()) bad("the shape ", excerpt(t["shape"].dump()), " is not a list of sizes");
+    x.shape.push_back(d.get<int64_t>());
+  }
+  for (const auto& o : t["data_offsets"])
+    if (!o.is_number_unsigned()) bad("data_offsets ", excerpt(t["data_offsets"].dump()), " are not two offsets");
+  x.begin = t["data_offsets"][0].get<size_t>();
+  x.end = t["data_offsets"][1].get<size_t>();
+  if (x.begin > x.end) bad("data_offsets [", x.begin, ", ", x.end, "] end before they begin");
+  if (x.end - x.begin != x.numel() * elem)
+    bad("data_offsets [", x.begin, ", ", x.end, "] hold ", x.end - x.begin, " bytes but shape ", t["shape"].dump(),
+        " of ", x.dtype, " needs ", x.numel() * elem);
+  if (x.end > data_size)
+    bad("its data ends at byte ", x.end, " of the data area but the file holds ", data_size,
+        " bytes of data (truncated?)");
+  return x;
+}
+
+// The tensors tile the data area: sorted by start, each begins where the last ended.
+void check_tiling(const std::string& path, const std::map<std::string, SafetensorsFile::Tensor>& tensors, size_t data_size) {
+  std::vector<std::pair<size_t, const std::string*>> spans;
+  for (const auto& [name, t] : tensors)
+    if (t.end > t.begin) spans.emplace_back(t.begin, &name);
+  std::sort(spans.begin(), spans.end());
+  size_t at = 0;
+  for (const auto& [begin, name] : spans) {
+    if (begin != at)
+      fail(path, ": tensor ", excerpt(*name), " starts at byte ", begin, " of the data area where the previous ends at ",
+           at, begin < at ? " (overlapping tensors)" : " (a hole)");
+    at = tensors.at(*name).end;
+  }
+  if (at != data_size)
+    fail(path, ": the tensors end at byte ", at, " of the data area but the file holds ", data_size,
+         " (trailing bytes)");
+}
+
+}  // namespace
+
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) fail("cannot open ", path, ": ", std::strerror(errno));
@@ -166,52 +217,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     }
     if (!header.is_object()) fail(path, ": the header is not a JSON object");
     data_start_ = 8 + n;
-    const size_t data_size = size_ - data_start_;
     for (auto it = header.begin(); it != header.end(); ++it) {
       if (it.key() == "__metadata__") continue;
       const std::string& name = it.key();
-      const nlohmann::json& t = it.value();
-      auto bad = [&](const auto&... why) { fail(path, ": tensor ", excerpt(name), ": ", why...); };
-      if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string() || !t.contains("shape") ||
-          !t["shape"].is_array() || !t.contains("data_offsets") || !t["data_offsets"].is_array() ||
-          t["data_offsets"].size() != 2)
-        bad("the header entry needs dtype (a string), shape (a list) and data_offsets ([begin, end])");
-      Tensor x;
-      x.dtype = t["dtype"].get<std::string>();
-      const size_t elem = any_dtype_bytes(x.dtype);
-      if (elem == 0) bad("unknown dtype ", excerpt(x.dtype));
-      for (const auto& d : t["shape"]) {
-        if (!d.is_number_unsigned()) bad("the shape ", excerpt(t["shape"].dump()), " is not a list of sizes");
-        x.shape.push_back(d.get<int64_t>());
-      }
-      for (const auto& o : t["data_offsets"])
-        if (!o.is_number_unsigned()) bad("data_offsets ", excerpt(t["data_offsets"].dump()), " are not two offsets");
-      x.begin = t["data_offsets"][0].get<size_t>();
-      x.end = t["data_offsets"][1].get<size_t>();
-      if (x.begin > x.end) bad("data_offsets [", x.begin, ", ", x.end, "] end before they begin");
-      if (x.end - x.begin != x.numel() * elem)
-        bad("data_offsets [", x.begin, ", ", x.end, "] hold ", x.end - x.begin, " bytes but shape ", t["shape"].dump(),
-            " of ", x.dtype, " needs ", x.numel() * elem);
-      if (x.end > data_size)
-        bad("its data ends at byte ", x.end, " of the data area but the file holds ", data_size,
-            " bytes of data (truncated?)");
-      tensors_.emplace(name, std::move(x));
+      tensors_.emplace(name, header_entry(path, name, it.value(), size_ - data_start_));
     }
-    // The tensors tile the data area: sorted by start, each begins where the last ended.
-    std::vector<std::pair<size_t, const std::string*>> spans;
-    for (const auto& [name, t] : tensors_)
-      if (t.end > t.begin) spans.emplace_back(t.begin, &name);
-    std::sort(spans.begin(), spans.end());
-    size_t at = 0;
-    for (const auto& [begin, name] : spans) {
-      if (begin != at)
-        fail(path, ": tensor ", excerpt(*name), " starts at byte ", begin, " of the data area where the previous ends at ",
-             at, begin < at ? " (overlapping tensors)" : " (a hole)");
-      at = tensors_.at(*name).end;
-    }
-    if (at != data_size)
-      fail(path, ": the tensors end at byte ", at, " of the data area but the file holds ", data_size,
-           " (trailing bytes)");
+    check_tiling(path, tensors_, size_ - data_start_);
     if (size_ > 0) {
       void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
       if (p == MAP_FAILED) fail("cannot map ", path, ": ", std::strerror(errno));

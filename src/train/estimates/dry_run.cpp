@@ -378,6 +378,22 @@ std::string coherence_report(const Config& cfg) {
   return os.str();
 }
 
+namespace {
+
+// The CPU and the BLAS kernels this process runs (after runtime.blas's switch, if any).
+void cpu_section(std::ostream& os, const Config& cfg) {
+  const nlohmann::json b = blas_report();
+  os << "# cpu and BLAS kernels\n"
+     << "cpu:          " << b["cpu"].get<std::string>() << " (" << b["cpu_vendor"].get<std::string>() << " family/model "
+     << b["cpu_family_model"].get<std::string>() << ": " << b["cpu_features"].get<std::string>() << ")\n"
+     << "kernels:      OpenBLAS " << b["openblas_corename"].get<std::string>() << " (best for this CPU: "
+     << (b["cpu_best_kernels"].get<std::string>().empty() ? "none known" : b["cpu_best_kernels"].get<std::string>())
+     << "; OPENBLAS_CORETYPE " << b["openblas_coretype_env"].get<std::string>() << "; runtime.blas " << to_string(cfg.runtime.blas)
+     << ")\n\n";
+}
+
+}  // namespace
+
 std::string dry_run_report(const Config& given) {
   check_supported(given);
   // What the run would use: the config as runtime.placement fits it to this machine.
@@ -403,17 +419,7 @@ std::string dry_run_report(const Config& given) {
      << "embedding:    " << pc.embedding << "\n"
      << "matrices:     " << pc.matrices << "\n"
      << "norm weights: " << pc.norms << "\n\n";
-  {
-    // The CPU and the BLAS kernels this process runs (after runtime.blas's switch, if any).
-    const nlohmann::json b = blas_report();
-    os << "# cpu and BLAS kernels\n"
-       << "cpu:          " << b["cpu"].get<std::string>() << " (" << b["cpu_vendor"].get<std::string>() << " family/model "
-       << b["cpu_family_model"].get<std::string>() << ": " << b["cpu_features"].get<std::string>() << ")\n"
-       << "kernels:      OpenBLAS " << b["openblas_corename"].get<std::string>() << " (best for this CPU: "
-       << (b["cpu_best_kernels"].get<std::string>().empty() ? "none known" : b["cpu_best_kernels"].get<std::string>())
-       << "; OPENBLAS_CORETYPE " << b["openblas_coretype_env"].get<std::string>() << "; runtime.blas " << to_string(cfg.runtime.blas)
-       << ")\n\n";
-  }
+  cpu_section(os, cfg);
   const double p = static_cast<double>(pc.total) * sizeof(float);
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, model_param_tables(cfg.model));
   const double opt = static_cast<double>(ob.total());
