@@ -2,22 +2,24 @@
 
 #include <omp.h>
 
-#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
 
 namespace asteria {
 
-ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s,
-                               Coherence* coherence, bool in_place, bool gradient_reductions)
-    : opt_(opt), pool_(pool), coherence_(coherence),
-      track_change_(coherence != nullptr), delay_(delay), worker_delay_s_(worker_delay_s), in_place_(in_place) {
+ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, const ShadowOptions& options)
+    : opt_(opt), pool_(options.pool), coherence_(options.coherence), track_change_(options.coherence != nullptr),
+      delay_(options.delay), worker_delay_s_(options.worker_delay_s), in_place_(options.in_place),
+      buffers_(opt, [this](std::vector<JobBuffers::Candidate>& c) { classify_waiting(c); }) {
+  WorkerPool* pool = options.pool;
+  const ShadowDelay delay = options.delay;
   ASTERIA_ASSERT(delay.delay >= 0 && delay.sync_steps >= 0);
-  ASTERIA_ASSERT(!in_place || pool, "the shadow pipeline's in-place refreshes need workers");
+  ASTERIA_ASSERT(!in_place_ || pool, "the shadow pipeline's in-place refreshes need workers");
   std::vector<std::vector<MatrixBlock>> blocks;
   std::vector<int> counts;
   for (int l = 0; l < opt.num_layers(); ++l) {
@@ -34,11 +36,12 @@ ShadowPipeline::ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, Shad
       for (int b = 0; b < counts[l]; ++b)
         ASTERIA_ASSERT(static_cast<int>(costs[l][b].size()) == opt.preconditioner(l, b).refresh_parts(),
                        "refresh_part_costs disagrees with ", blocks[l][b].name, "'s refresh parts");
-    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), costs, delay, threads, gradient_reductions);
+    placement_ = std::make_unique<RootJobPlacement>(opt.schedule(), costs, delay, threads, options.gradient_reductions);
   }
-  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get(), coherence != nullptr);
+  plan_ops_ = std::make_unique<ShadowPlanOps>(opt.schedule(), std::move(counts), delay, placement_.get(), coherence_ != nullptr);
   opt_.set_refresh_policy(this);
   name_registry_blocks();
+  if (options.resident_jobs > 0) buffers_.set_resident_jobs(options.resident_jobs, options.jobs_file);
 }
 
 ShadowPipeline::~ShadowPipeline() {
@@ -53,114 +56,26 @@ ShadowPipeline::SlotPtr ShadowPipeline::acquire() {
   return s;
 }
 
-void ShadowPipeline::set_resident_jobs(int jobs, const std::string& file) {
-  std::lock_guard<std::mutex> lock(store_mu_);
-  resident_jobs_ = std::max(0, jobs);
-  if (resident_jobs_ > 0 && !store_) store_ = std::make_unique<ShadowJobStore>(file);
-  // Lowered: the buffers beyond it freed now (spares first, then waiting jobs', parked).
-  while (resident_jobs_ > 0 && buffer_sets_ > resident_jobs_) {
-    RefreshJob freed;
-    if (!spares_.empty()) {
-      spares_.pop_back();
-    } else if (!park_one(&freed)) {
-      break;   // every job with buffers is held (not between steps)
-    }
-    --buffer_sets_;
-  }
+void ShadowPipeline::enqueue(const SlotPtr& slot) {
+  slot->queued = ++queue_pushes_;
+  queues_[slot->layer][slot->block].slots.push_back(slot);
 }
 
-bool ShadowPipeline::park_one(RefreshJob* into) {
-  if (!store_) return false;
-  Slot* victim = nullptr;
-  bool finished = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& layer : queues_)
-      for (const BlockQueue& q : layer)
-        for (const SlotPtr& s : q.slots)
-          // Waiting: snapshotted (for its next part), computed, or a replica's version.
-          if (s->has_buffers && s->pins == 0 && s->state != SlotState::Computing &&
-              s->state != SlotState::AwaitingSnapshot && (!victim || s->publish_step > victim->publish_step)) {
-            victim = s.get();
-            finished = s->state != SlotState::Snapshotted;
-          }
+void ShadowPipeline::classify_waiting(std::vector<JobBuffers::Candidate>& candidates) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (JobBuffers::Candidate& c : candidates) {
+    const Slot& s = static_cast<const Slot&>(*c.loan);   // every loan of buffers_ is a slot
+    // Waiting: in a queue, and snapshotted (for its next part), computed, or a replica's version.
+    // (A slot out of the queues is in its holder's hands: a D = 0 refresh, or one publishing.)
+    c.waiting = s.queued > 0 && s.state != SlotState::Computing && s.state != SlotState::AwaitingSnapshot;
+    c.finished = s.state != SlotState::Snapshotted;
+    // A block's queue is in push order, so this is the slot's queue position among its block's.
+    c.order = s.queued;
   }
-  if (!victim) return false;
-  Timer t;
-  store_->park(victim->job, finished, victim->parked, opt_.blocks(victim->layer)[victim->block].name);
-  park_s_ += t.seconds();
-  swap_refresh_job_arrays(*into, victim->job);
-  victim->has_buffers = false;
-  return true;
-}
-
-size_t ShadowPipeline::best_fitting_spare(int64_t rows, int64_t cols) const {
-  // The spare whose factors' arrays already hold this block's with the least room to spare, else
-  // the largest: a set grows (fresh memory, slow to touch) only when no spare is large enough, so
-  // the sets settle at once into the sizes of the jobs in flight instead of growing a little each
-  // time a larger block draws a smaller set.
-  const auto room = [&](const RefreshJob& j) {
-    return static_cast<double>(j.left.capacity()) + static_cast<double>(j.right.capacity());
-  };
-  const auto fits = [&](const RefreshJob& j) {
-    return j.left.capacity() >= static_cast<size_t>(rows * rows) && j.right.capacity() >= static_cast<size_t>(cols * cols);
-  };
-  const auto better = [&](const RefreshJob& a, const RefreshJob& b) {
-    if (fits(a) != fits(b)) return fits(a);
-    return fits(a) ? room(a) < room(b) : room(a) > room(b);
-  };
-  size_t best = 0;
-  for (size_t i = 1; i < spares_.size(); ++i)
-    if (better(spares_[i], spares_[best])) best = i;
-  return best;
-}
-
-void ShadowPipeline::hold(Slot& slot) {
-  std::lock_guard<std::mutex> lock(store_mu_);
-  ++slot.pins;
-  if (slot.has_buffers) return;
-  if (!spares_.empty()) {
-    const MatrixBlock& b = opt_.blocks(slot.layer)[slot.block];
-    std::swap(spares_[best_fitting_spare(b.rows, b.cols)], spares_.back());
-    swap_refresh_job_arrays(slot.job, spares_.back());
-    spares_.pop_back();
-  } else if (resident_jobs_ == 0 || buffer_sets_ < resident_jobs_ || !park_one(&slot.job)) {
-    // New buffers (allocated as the job is filled): within the budget, or beyond it when every
-    // job in memory is held.
-    if (resident_jobs_ > 0 && buffer_sets_ >= resident_jobs_) ++over_budget_;
-    ++buffer_sets_;
-  }
-  slot.has_buffers = true;
-  if (slot.parked.on_disk) {
-    Timer t;
-    store_->unpark(slot.job, slot.parked, opt_.blocks(slot.layer)[slot.block].name);
-    park_s_ += t.seconds();
-  }
-}
-
-void ShadowPipeline::let_go(Slot& slot) {
-  std::lock_guard<std::mutex> lock(store_mu_);
-  ASTERIA_ASSERT(slot.pins > 0);
-  --slot.pins;
 }
 
 void ShadowPipeline::release(const SlotPtr& slot) {
-  {
-    std::lock_guard<std::mutex> lock(store_mu_);
-    ASTERIA_ASSERT(slot->pins == 0, "a refresh slot released while held");
-    if (store_) store_->discard(slot->parked);
-    if (slot->has_buffers) {
-      RefreshJob buffers;
-      swap_refresh_job_arrays(buffers, slot->job);
-      slot->has_buffers = false;
-      // Lent beyond the budget while every job was held: freed, not kept.
-      if (resident_jobs_ > 0 && buffer_sets_ > resident_jobs_) {
-        --buffer_sets_;
-      } else {
-        spares_.push_back(std::move(buffers));
-      }
-    }
-  }
+  buffers_.release(*slot);
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(slot);
 }
@@ -179,7 +94,7 @@ void ShadowPipeline::wait_ready(const SlotPtr& slot) {
 void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int worker, int begin, int end) {
   const BlockPreconditioner& pc = opt_.preconditioner(layer, block);
   if (end < 0) end = pc.refresh_parts();
-  hold(*slot);
+  buffers_.hold(*slot);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ASTERIA_ASSERT(slot->state == SlotState::Snapshotted && slot->parts_done == begin, "root job of ",
@@ -199,7 +114,7 @@ void ShadowPipeline::compute(int layer, int block, const SlotPtr& slot, int work
   // The owner's measure for the tolerance rule, from the job alone (pure, like the refresh).
   if (track_change_ && end == pc.refresh_parts()) slot->job.change = pc.refresh_change(slot->job);
   // Let go while still Computing (never parked then): a waiter that sees it Ready may release it.
-  let_go(*slot);
+  buffers_.let_go(*slot);
   {
     std::lock_guard<std::mutex> lock(mu_);
     slot->parts_done = end;
@@ -248,9 +163,9 @@ ShadowPipeline::SlotPtr ShadowPipeline::find_slot(int layer, int block, int64_t 
 void ShadowPipeline::publish_slot(int layer, int block, BlockPreconditioner& pc, const SlotPtr& slot) {
   if (!coherence_) {
     wait_ready(slot);
-    hold(*slot);
+    buffers_.hold(*slot);
     pc.publish(slot->job);
-    let_go(*slot);
+    buffers_.let_go(*slot);
     ++published_;
     return;
   }
@@ -261,15 +176,15 @@ void ShadowPipeline::publish_slot(int layer, int block, BlockPreconditioner& pc,
     sync_slot(layer, block, *slot);
   }
   if (slot->ship) {
-    hold(*slot);
+    buffers_.hold(*slot);
     pc.publish(slot->job);
-    let_go(*slot);
+    buffers_.let_go(*slot);
     ++published_;
   }
 }
 
 void ShadowPipeline::sync_slot(int layer, int block, Slot& slot) {
-  hold(slot);
+  buffers_.hold(slot);
   slot.ship = coherence_->sync(layer, block, slot.opened, slot.job);
   slot.synced = true;
   if (coherence_->owns(layer, block)) {
@@ -281,18 +196,18 @@ void ShadowPipeline::sync_slot(int layer, int block, Slot& slot) {
         (slot.job.status == matfn::Status::Ok && !opt_.preconditioner(layer, block).keep_dropped(slot.job, kept)))
       kept.rows = 0;
   }
-  let_go(slot);
+  buffers_.let_go(slot);
 }
 
 void ShadowPipeline::take_snapshot(int layer, int block, const BlockPreconditioner& pc, Slot& slot) {
-  hold(slot);
+  buffers_.hold(slot);
   pc.snapshot(slot.job);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (coherence_ && kept_[layer][block].rows > 0) pc.continue_from(kept_[layer][block], slot.job);
   }
   if (track_change_) pc.snapshot_installed(slot.job);
-  let_go(slot);
+  buffers_.let_go(slot);
 }
 
 void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
@@ -309,6 +224,7 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     publish_slot(layer, block, pc, front);
     {
       std::lock_guard<std::mutex> lock(mu_);
+      q.slots.front()->queued = 0;
       q.slots.pop_front();
     }
     release(front);
@@ -348,7 +264,7 @@ void ShadowPipeline::at_refresh_point(int layer, int block, BlockPreconditioner&
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  q.slots.push_back(slot);
+  enqueue(slot);
 }
 
 bool ShadowPipeline::exchanges_at(int layer, int block, int64_t step, bool due) const {
@@ -358,124 +274,6 @@ bool ShadowPipeline::exchanges_at(int layer, int block, int64_t step, bool due) 
   for (const SlotPtr& s : queues_[layer][block].slots)
     if (s->publish_step <= step && !s->synced) return true;
   return false;
-}
-
-ShadowPlanOps::ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
-                             const RootJobPlacement* placement, bool coherent)
-    : schedule_(schedule), blocks_(std::move(blocks_per_layer)), delay_(delay), placement_(placement), coherent_(coherent) {}
-
-void ShadowPlanOps::backward(PlanBuilder& b, int layer, int micro) {
-  if (layer != 0 || micro != b.shape().micro_batches - 1) return;
-  // Comm lane, after the step's last gradient reduction (the comm lane runs its ops in plan
-  // order, and the backward waits for those): the versions publishing now, layer by layer in the
-  // optimizer's order (the same on every replica).
-  const int64_t step = b.shape().step;
-  if (coherent_) {
-    for (int l = static_cast<int>(blocks_.size()) - 1; l >= 0; --l) {
-      if (!publishes(l, step)) continue;
-      Op sync;
-      sync.kind = OpKind::CoherenceSync;
-      sync.lane = Lane::Comm;
-      sync.layer = l;
-      sync.tag = step;
-      sync.reads = {{StateKind::Snapshot, l}};
-      sync.writes = {{StateKind::Snapshot, l}};
-      b.add(std::move(sync));
-    }
-  }
-  if (placement_ && placement_->two_batches()) add_batch(b, kEarlierRefreshes);
-}
-
-bool ShadowPlanOps::publishes(int layer, int64_t step) const {
-  // The refreshes publishing now were opened at step - D (after the synchronous warm-up).
-  const int64_t opened = step - delay_.delay;
-  if (delay_.delay == 0 || opened < 1 || delay_.at(opened) == 0) return false;
-  for (int bi = 0; bi < blocks_[layer]; ++bi)
-    if (schedule_.due(layer, bi, opened)) return true;
-  return false;
-}
-
-void ShadowPlanOps::optimizer(PlanBuilder& b, int layer) {
-  const int64_t step = b.shape().step;
-  if (!publishes(layer, step)) return;
-  Op op;
-  op.kind = OpKind::PublishWait;
-  op.layer = layer;
-  op.tag = step;
-  op.reads = {{StateKind::Snapshot, layer}};
-  if (coherent_) op.deps = {b.find(OpKind::CoherenceSync, layer)};
-  b.add(std::move(op));
-}
-
-void ShadowPlanOps::after_optimizer_part(PlanBuilder& b, int layer, BlockRange part) {
-  const int64_t step = b.shape().step;
-  const int64_t delay = delay_.at(step);
-  if (delay == 0) return;
-  std::vector<int> due;
-  for (int bi = part.first; bi < part.end_in(blocks_[layer]); ++bi)
-    if (schedule_.due(layer, bi, step)) due.push_back(bi);
-  if (due.empty()) return;
-  Op snap;
-  snap.kind = OpKind::Snapshot;
-  snap.lane = Lane::Staging;
-  snap.layer = layer;
-  snap.blocks = part;
-  snap.tag = step + delay;
-  snap.deps = {b.find(OpKind::OptimStep, layer)};
-  snap.reads = {{StateKind::OptimState, layer}};
-  snap.writes = {{StateKind::Snapshot, layer}};
-  const int snap_id = b.add(std::move(snap));
-  if (placement_) return;  // the jobs run in the step's root_jobs op (step_end)
-  for (int bi : due) {
-    Op job;
-    job.kind = OpKind::RootJob;
-    job.lane = Lane::Host;
-    job.layer = layer;
-    job.block = bi;
-    job.tag = step + delay;
-    job.deps = {snap_id};
-    job.reads = {{StateKind::Snapshot, layer}};
-    b.add(std::move(job));
-  }
-}
-
-void ShadowPlanOps::step_end(PlanBuilder& b) {
-  if (placement_) add_batch(b, placement_->two_batches() ? kThisStepsRefreshes : kAllRefreshes);
-}
-
-void ShadowPlanOps::add_batch(PlanBuilder& b, int which) {
-  const int64_t step = b.shape().step;
-  placement_->tasks_at(step, tasks_);
-  Op batch;
-  batch.kind = OpKind::RootJobBatch;
-  batch.tag = step;
-  batch.block = which;
-  for (const PlacedTask& t : tasks_) {
-    if (!runs(which, step, t)) continue;
-    const StateRef snapshot{StateKind::Snapshot, t.layer};
-    if (std::find(batch.reads.begin(), batch.reads.end(), snapshot) == batch.reads.end()) batch.reads.push_back(snapshot);
-    // A task of a refresh opened at this step needs this step's snapshot of its block.
-    if (t.opened == step) {
-      int snap = -1;
-      for (int id : b.find_all(OpKind::Snapshot))
-        if (b.op(id).layer == t.layer && b.op(id).blocks.contains(t.block)) snap = id;
-      ASTERIA_ASSERT(snap >= 0);
-      if (std::find(batch.deps.begin(), batch.deps.end(), snap) == batch.deps.end()) batch.deps.push_back(snap);
-    }
-  }
-  if (batch.reads.empty()) return;
-  b.add(std::move(batch));
-}
-
-std::string ShadowPlanOps::describe(const Op& op, const std::vector<std::string>& layer_names) const {
-  if (op.kind != OpKind::RootJobBatch || !placement_) return "";
-  placement_->tasks_at(op.tag, tasks_);
-  std::string s = "jobs:";
-  for (const PlacedTask& t : tasks_)
-    if (runs(op.block, op.tag, t))
-      s += " " + layer_names[t.layer] + "/" + std::to_string(t.block) + "[parts " + std::to_string(t.begin) + "-" +
-         std::to_string(t.end - 1) + "](publish_at=" + std::to_string(t.opened + delay_.delay) + ")";
-  return s;
 }
 
 void ShadowPipeline::bind(Executor& ex) {
@@ -563,9 +361,9 @@ void ShadowPipeline::prepare_checkpoint() {
   for (int l = 0; l < static_cast<int>(queues_.size()); ++l)
     for (int b = 0; b < static_cast<int>(queues_[l].size()); ++b)
       for (const SlotPtr& s : queues_[l][b].slots) {
-        hold(*s);
+        buffers_.hold(*s);
         coherence_->send_to(l, b, 0, s->job);
-        let_go(*s);
+        buffers_.let_go(*s);
         if (coherence_->replica_rank() == 0) {
           std::lock_guard<std::mutex> lock(mu_);
           if (s->state == SlotState::Remote) s->state = SlotState::Ready;

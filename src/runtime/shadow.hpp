@@ -16,7 +16,9 @@
 // parameters are bit-identical whatever the number and speed of the workers. With D = 0 the job
 // runs on a worker while the step waits, which is the native schedule (bit-identical to native).
 // The refresh schedule is a pure function of the step (optim/refresh_schedule.hpp), so the ops
-// of any step are known when its plan is built (ShadowPlanOps, also used by --print-plan).
+// of any step are known when its plan is built (ShadowPlanOps, shadow_plan_ops.hpp, also used by
+// --print-plan). The jobs' fp64 buffers are lent to whichever refresh needs them, at most
+// runtime.shadow.resident_jobs sets in memory (JobBuffers, shadow_job_buffers.hpp).
 //
 // Replicated state (coherence.hpp): only a block's owner snapshots and computes its refreshes.
 // At the publish step a coherence_sync(layer) op on the comm lane (after the step's last
@@ -52,56 +54,11 @@
 #include "runtime/plan_builder.hpp"
 #include "runtime/root_job_placement.hpp"
 #include "runtime/shadow_delay.hpp"
-#include "runtime/shadow_job_store.hpp"
+#include "runtime/shadow_job_buffers.hpp"
+#include "runtime/shadow_plan_ops.hpp"
 #include "runtime/worker_pool.hpp"
 
 namespace asteria {
-
-// The shadow pipeline's ops in a step's plan: publish_wait(l) before optim_step(l) for the
-// blocks publishing now, snapshot(l) after it (after each of its parts) and one root_job per block refreshing now (host
-// lane); or, with a placement (compute lane), root_jobs ops running the parts placed at this
-// step: at its end, or, where the placement has two batches (gradient reductions to overlap),
-// after the last backward (refreshes opened earlier) and at the end (opened now).
-class ShadowPlanOps final : public PlanContributor {
- public:
-  // blocks_per_layer[l]: number of preconditioned blocks of layer l; placement: null for host
-  // workers.
-  // coherent: the blocks are replicated (coherence_sync ops).
-  ShadowPlanOps(const RefreshSchedule& schedule, std::vector<int> blocks_per_layer, ShadowDelay delay,
-                const RootJobPlacement* placement = nullptr, bool coherent = false);
-  // After the last backward (its reductions already queued on the comm lane): the step's
-  // coherence syncs, and (two batches) the root-job parts of refreshes opened at earlier steps,
-  // so that both overlap the last gradient reductions, which clip_grads waits for.
-  void backward(PlanBuilder& b, int layer, int micro) override;
-  void optimizer(PlanBuilder& b, int layer) override;
-  void after_optimizer_part(PlanBuilder& b, int layer, BlockRange part) override;
-  // The parts of the refreshes opened at this step (after their snapshots), with one batch
-  // all the step's parts.
-  void step_end(PlanBuilder& b) override;
-
-  // A root_jobs op's Op::block: which of the step's placed tasks it runs.
-  static constexpr int kEarlierRefreshes = 0;   // opened at an earlier step (before clip_grads)
-  static constexpr int kThisStepsRefreshes = 1; // opened at this step (at its end)
-  static constexpr int kAllRefreshes = 2;       // all (one batch, at its end)
-  // Whether a root_jobs op of `step` of kind `which` runs task t.
-  static bool runs(int which, int64_t step, const PlacedTask& t) {
-    return which == kAllRefreshes || (t.opened == step) == (which == kThisStepsRefreshes);
-  }
-  // --print-plan detail of a root_jobs op: its jobs and their publish steps.
-  std::string describe(const Op& op, const std::vector<std::string>& layer_names) const;
-
- private:
-  const RefreshSchedule& schedule_;
-  std::vector<int> blocks_;
-  ShadowDelay delay_;
-  const RootJobPlacement* placement_;
-  bool coherent_;
-  mutable std::vector<PlacedTask> tasks_;
-  // Whether refreshes of `layer` publish at `step` (a publish_wait, and with replicas a sync).
-  bool publishes(int layer, int64_t step) const;
-  // Adds the root_jobs op of `step`'s tasks of one kind (kEarlierRefreshes, ...).
-  void add_batch(PlanBuilder& b, int which);
-};
 
 // A refresh opened and not yet published, computed to the end: what a checkpoint keeps of the
 // shadow pipeline (install() reads only the job's results).
@@ -118,38 +75,55 @@ struct KeptVersion {
   RefreshJob version;
 };
 
+// How a ShadowPipeline runs (TrainingRun::build_runtime, train/training_run.cpp, fills it from the
+// config).
+struct ShadowOptions {
+  // The host workers, or null to run the root jobs on the compute lane (with as many threads as
+  // OpenMP has now).
+  WorkerPool* pool = nullptr;
+  // D, and the synchronous warm-up (runtime.shadow.delay, sync_steps; shadow_delay.hpp).
+  ShadowDelay delay;
+  // Each root job first sleeps this long (tests: slow workers).
+  double worker_delay_s = 0;
+  // The replicas' protocol, or null (no replicas of this rank's blocks).
+  Coherence* coherence = nullptr;
+  // The workers compute each job by the block backend's own solvers
+  // (BlockPreconditioner::compute_refresh_in_place: cuSOLVER on the device, on a low-priority
+  // stream of each worker's; runtime.shadow.lane device) instead of the host's matrix functions.
+  // Either way a job's result depends only on its snapshot. Needs a pool.
+  bool in_place = false;
+  // The step has gradient collectives (several ranks), which the compute lane's root jobs of
+  // earlier refreshes overlap (RootJobPlacement's two batches).
+  bool gradient_reductions = false;
+  // runtime.shadow.resident_jobs: at most this many refresh jobs' buffers in memory (0: as many as
+  // are in flight), the waiting jobs beyond it parked in jobs_file (JobBuffers::set_resident_jobs).
+  int resident_jobs = 0;
+  // Where jobs are parked (the disk tier's directory; created when the first is parked). Read
+  // only with resident_jobs > 0.
+  std::string jobs_file;
+};
+
 // Stateful ("shadow"): the open refreshes, computed to the end, and with coherence the kept
 // versions (fields in shadow_state.cpp). Saving computes every open refresh to the end (with
 // coherence, after prepare_checkpoint). Loading keeps this rank's blocks (a sharded run) and
 // puts their refreshes back, to install at their publish steps.
 class ShadowPipeline final : public RefreshPolicy, public Stateful {
  public:
-  // pool: the host workers, or null to run the root jobs on the compute lane (with as many
-  // threads as OpenMP has now). worker_delay_s: each root job first sleeps this long (tests:
-  // slow workers).
-  // coherence: the replicas' protocol, or null (no replicas of this rank's blocks).
-  // in_place: the workers compute each job by the block backend's own solvers
-  // (BlockPreconditioner::compute_refresh_in_place: cuSOLVER on the device, on a low-priority
-  // stream of each worker's; runtime.shadow.lane device) instead of the host's matrix functions.
-  // Either way a job's result depends only on its snapshot.
-  // gradient_reductions: the step has gradient collectives (several ranks), which the compute
-  // lane's root jobs of earlier refreshes overlap (RootJobPlacement's two batches).
-  ShadowPipeline(SecondOrderOptimizer& opt, WorkerPool* pool, ShadowDelay delay, double worker_delay_s = 0,
-                 Coherence* coherence = nullptr, bool in_place = false, bool gradient_reductions = false);
+  // Registers itself as opt's refresh policy (until destroyed); options: ShadowOptions above.
+  ShadowPipeline(SecondOrderOptimizer& opt, const ShadowOptions& options);
   ~ShadowPipeline() override;
 
   void bind(Executor& ex);
   PlanContributor& plan_ops() { return *plan_ops_; }
 
-  // runtime.shadow.resident_jobs: at most `jobs` refresh jobs' buffers in memory (0: as many as
-  // are in flight); a job that waits while another needs buffers is parked in `file` (the disk
-  // tier's directory; shadow_job_store.hpp) and read back when it is needed: the one furthest
-  // from its publish step first. The results are the same bits. Between steps only (a run's
-  // re-placement may lower it: jobs beyond it are parked and their buffers freed now). The
-  // least that never parks a job in use is the compute threads (or workers) + 2 (a snapshot, a
-  // publish); fewer still works, holding more jobs for a moment (counted: over_budget).
-  void set_resident_jobs(int jobs, const std::string& file);
-  int resident_jobs() const { return resident_jobs_; }
+  // runtime.shadow.resident_jobs placed again (ShadowOptions::resident_jobs at construction):
+  // at most `jobs` refresh jobs' buffers in memory (0: as many as are in flight); a job that
+  // waits while another needs buffers is parked in `file` and read back when it is needed: the
+  // one furthest from its publish step first (JobBuffers, shadow_job_buffers.hpp). The results
+  // are the same bits. Between steps only (a run's re-placement may lower it: jobs beyond it are
+  // parked and their buffers freed now).
+  void set_resident_jobs(int jobs, const std::string& file) { buffers_.set_resident_jobs(jobs, file); }
+  int resident_jobs() const { return buffers_.resident_jobs(); }
 
   // RefreshPolicy.
   void at_refresh_point(int layer, int block, BlockPreconditioner& pc, int64_t step, bool due,
@@ -199,41 +173,33 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
   void name_registry_blocks();
   // Remote: another replica owns the block; its version arrives at the publish step.
   enum class SlotState { AwaitingSnapshot, Snapshotted, Computing, Ready, Remote };
-  struct Slot {
-    int layer = 0, block = 0;
+  // A refresh job and its place in the pipeline; layer, block, publish_step and the job itself
+  // are JobLoan's (its buffers are lent by buffers_).
+  struct Slot : JobLoan {
     int64_t opened = 0;          // the step whose factors it is computed from
-    int64_t publish_step = 0;
+    uint64_t queued = 0;         // its place in queues_ (push order, from 1); 0 while in none
     bool synced = false;         // coherence: its coherence_sync ran (ship: the decision)
     bool ship = false;
     SlotState state = SlotState::AwaitingSnapshot;
     int parts_done = 0;   // Snapshotted with parts_done > 0: computed in part (compute lane)
-    RefreshJob job;
-    // Guarded by store_mu_: whether job's arrays hold buffers (lent while it is held or waits in
-    // memory), where its image is while parked, and how many hold it now.
-    bool has_buffers = false;
-    ParkedImage parked;
-    int pins = 0;
   };
   using SlotPtr = std::shared_ptr<Slot>;
   struct BlockQueue {
     std::deque<SlotPtr> slots;       // ordered by publish step
   };
 
-  // A free slot, without buffers (its job's buffers are lent by hold: recycled from any block,
-  // the pipeline holds as many as are in flight at once, or resident_jobs, not one per block,
-  // which for OLMo-1B SOAP would be 36 GiB of fp64 buffers).
+  // A free slot (mu_ held), without buffers (its job's buffers are lent by buffers_.hold:
+  // recycled from any block, the pipeline holds as many as are in flight at once, or
+  // resident_jobs, not one per block, which for OLMo-1B SOAP would be 36 GiB of fp64 buffers).
   SlotPtr acquire();
-  // The slot's job in memory while its holder uses it: buffers lent (a spare, new ones within
-  // resident_jobs, or a waiting job's, which is parked), its image read back if parked.
-  void hold(Slot& slot);
-  void let_go(Slot& slot);
-  // A slot done with: its buffers back to the spares, its image (if parked) dropped, the slot free.
+  // mu_ held: the slot joins the back of its block's queue (its queued place taken).
+  void enqueue(const SlotPtr& slot);
+  // A slot done with: its buffers back to buffers_, its image (if parked) dropped, the slot free.
   void release(const SlotPtr& slot);
-  // store_mu_ held: parks the waiting job with buffers furthest from its publish step and moves
-  // its buffers into `into`; false when every job with buffers is held.
-  bool park_one(RefreshJob* into);
-  // The spare buffer set to lend a block of rows x cols (store_mu_ held); spares_ not empty.
-  size_t best_fitting_spare(int64_t rows, int64_t cols) const;
+  // buffers_' WaitingTest (its lock held; takes mu_): a job may be parked while it is in a queue
+  // and waits: snapshotted (for its next part), computed, or a replica's version; its order is
+  // its queued place.
+  void classify_waiting(std::vector<JobBuffers::Candidate>& candidates) const;
   void submit(int layer, int block, const SlotPtr& slot);
   // Parts [begin, end) of the slot's refresh (end -1: all); Ready after the last.
   void compute(int layer, int block, const SlotPtr& slot, int worker, int begin = 0, int end = -1);
@@ -271,16 +237,11 @@ class ShadowPipeline final : public RefreshPolicy, public Stateful {
   double stall_s_ = 0;
   std::atomic<int64_t> published_{0};
   std::atomic<int64_t> computed_{0};
+  uint64_t queue_pushes_ = 0;   // mu_: the slots ever queued (Slot::queued)
   std::unique_ptr<ShadowPlanOps> plan_ops_;
-  // The job store (set_resident_jobs): lock order store_mu_, then mu_.
-  std::mutex store_mu_;
-  std::unique_ptr<ShadowJobStore> store_;
-  int resident_jobs_ = 0;
-  int buffer_sets_ = 0;                 // lent to slots or spare
-  std::vector<RefreshJob> spares_;
-  int64_t over_budget_ = 0;             // buffers lent beyond resident_jobs (every job held)
-  uint64_t reported_written_ = 0, reported_read_ = 0;
-  double park_s_ = 0;                   // time in the store's I/O since the last metrics
+  // The slots' job buffers: lock order buffers_' lock, then mu_ (classify_waiting); never the
+  // other way: nothing calls buffers_ with mu_ held.
+  JobBuffers buffers_;
 };
 
 // The shadow pipeline's place in checkpoints where a run has none (runtime.mode native): it

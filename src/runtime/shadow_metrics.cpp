@@ -1,5 +1,6 @@
 #include <mutex>
 
+#include "core/step_metrics.hpp"
 #include "runtime/shadow.hpp"
 
 namespace asteria {
@@ -12,8 +13,12 @@ void ShadowPipeline::record_metrics(StepMetrics& m, const Executor& executor) {
   m.local("staging_s", executor.seconds(OpKind::Snapshot));
   // runtime.shadow.lane compute: the step's root jobs on the compute lane.
   if (!pool_) m.local("root_jobs_s", executor.seconds(OpKind::RootJobBatch));
+  buffers_.record_metrics(m);
+}
+
+void JobBuffers::record_metrics(StepMetrics& m) {
   // runtime.shadow.resident_jobs: the job store's traffic this step and the buffers in memory.
-  std::lock_guard<std::mutex> lock(store_mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (!store_) return;
   m.local("shadow_jobs_in_memory", buffer_sets_);
   m.local("shadow_parked_bytes", static_cast<double>(store_->bytes_parked()));

@@ -100,9 +100,9 @@ std::vector<OpenRefresh> ShadowPipeline::finish_open_refreshes() {
   // A parked job is read back for its copy (one at a time: the copies are the caller's memory).
   std::vector<OpenRefresh> out;
   for (const SlotPtr& s : open) {
-    hold(*s);
+    buffers_.hold(*s);
     out.push_back({s->layer, s->block, s->publish_step, s->job});
-    let_go(*s);
+    buffers_.let_go(*s);
   }
   return out;
 }
@@ -124,12 +124,12 @@ void ShadowPipeline::restore_open_refreshes(const std::vector<OpenRefresh>& open
       s->synced = s->ship = false;
       s->parts_done = opt_.preconditioner(r.layer, r.block).refresh_parts();
       s->state = SlotState::Ready;
-      queues_[r.layer][r.block].slots.push_back(s);
+      enqueue(s);
     }
     // Into lent buffers: beyond runtime.shadow.resident_jobs the ones restored before are parked.
-    hold(*s);
+    buffers_.hold(*s);
     s->job = r.job;
-    let_go(*s);
+    buffers_.let_go(*s);
   }
 }
 

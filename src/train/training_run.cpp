@@ -147,11 +147,15 @@ void TrainingRun::build_runtime() {
       coherence = std::make_unique<Coherence>(CoherenceRule{cc.staleness, cc.tolerance}, cc.hierarchical, *replicas, topo.node,
                                               blocks);
     }
-    shadow = std::make_unique<ShadowPipeline>(*second_order, pool.get(), shadow_delay(cfg),
-                                              cfg.runtime.shadow.worker_delay_ms / 1000.0, coherence.get(),
-                                              /*in_place=*/lane == ShadowLane::Device, sharding->reduces());
-    if (cfg.runtime.shadow.resident_jobs > 0)
-      shadow->set_resident_jobs(cfg.runtime.shadow.resident_jobs, disk_tier_file(cfg, "shadow-jobs"));
+    const ShadowOptions options{.pool = pool.get(),
+                                .delay = shadow_delay(cfg),
+                                .worker_delay_s = cfg.runtime.shadow.worker_delay_ms / 1000.0,
+                                .coherence = coherence.get(),
+                                .in_place = lane == ShadowLane::Device,
+                                .gradient_reductions = sharding->reduces(),
+                                .resident_jobs = cfg.runtime.shadow.resident_jobs,
+                                .jobs_file = disk_tier_file(cfg, "shadow-jobs")};
+    shadow = std::make_unique<ShadowPipeline>(*second_order, options);
   }
   executor = std::make_unique<Executor>(pool.get());
 }

@@ -157,8 +157,7 @@ TEST_F(ShadowJobStoreTest, OpenRefreshesRoundTripThroughTheDisk) {
   p.precond.precondition_frequency = 4;
   p.max_preconditioner_dim = 3;   // blocks of 3 x 3, 3 x 2
   SecondOrderOptimizer opt(p, {table()});
-  ShadowPipeline shadow(opt, nullptr, ShadowDelay{2, 0});
-  shadow.set_resident_jobs(1, path_);
+  ShadowPipeline shadow(opt, {.delay = ShadowDelay{2, 0}, .resident_jobs = 1, .jobs_file = path_});
   std::vector<OpenRefresh> open;
   for (int b = 0; b < 2; ++b) {
     OpenRefresh r;

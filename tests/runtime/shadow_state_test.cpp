@@ -26,6 +26,13 @@ SecondOrderParams soap() {
   return p;
 }
 
+// A pipeline on the compute lane whose refreshes publish two steps after they open.
+ShadowOptions delayed() {
+  ShadowOptions o;
+  o.delay = ShadowDelay{2, 0};
+  return o;
+}
+
 // The fields of one open refresh of layer 0's block `b` (rows x cols), publishing at step 9.
 void put_open(StateFields& f, int b, int64_t rows, int64_t cols, bool change) {
   const std::string k = "shadow.open.0_" + std::to_string(b) + ".";
@@ -41,7 +48,7 @@ void put_open(StateFields& f, int b, int64_t rows, int64_t cols, bool change) {
 
 TEST(ShadowState, OpenRefreshesRoundTrip) {
   SecondOrderOptimizer opt(soap(), {table()});
-  ShadowPipeline shadow(opt, nullptr, ShadowDelay{2, 0});
+  ShadowPipeline shadow(opt, delayed());
   const auto& blocks = opt.blocks(0);
   ASSERT_GE(blocks.size(), 2u);
   StateFields saved;
@@ -62,7 +69,7 @@ TEST(ShadowState, OpenRefreshesRoundTrip) {
 
 TEST(ShadowState, MalformedOpenRefreshIsNamedWithTheFile) {
   SecondOrderOptimizer opt(soap(), {table()});
-  ShadowPipeline shadow(opt, nullptr, ShadowDelay{2, 0});
+  ShadowPipeline shadow(opt, delayed());
   StateFields f;
   put_open(f, 0, 3, 3, false);
   f["shadow.open.0_0.where"].pop_back();
@@ -96,7 +103,7 @@ TEST(ShadowState, WithoutAPipelineACheckpointWithOpenRefreshesIsRefused) {
 
 TEST(ShadowState, PartsAreThePipelineAloneWithoutReplicas) {
   SecondOrderOptimizer opt(soap(), {table()});
-  ShadowPipeline shadow(opt, nullptr, ShadowDelay{2, 0});
+  ShadowPipeline shadow(opt, delayed());
   EXPECT_EQ(shadow_state_parts(&shadow), std::vector<Stateful*>{&shadow});
 }
 
