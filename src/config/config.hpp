@@ -117,11 +117,19 @@ struct DiskTierConfig {
   std::string bytes = "unlimited";
   std::string path;             // directory of the disk tier's file; "" = <run.dir>/tiers
 };
+// The model's parameters (fsdp/param_offload.hpp): the blocks' in memory, or on the disk tier
+// and read a layer at a time ahead of each use (chosen by runtime.placement auto after every
+// other step).
+struct ParamsTierConfig {
+  ParamsHome home = ParamsHome::Memory;
+  int prefetch_distance = 1;    // disk: uses of offloaded layers a read runs ahead of (buffers: + 1)
+};
 struct TiersConfig {
   TierBudgetConfig device;      // on the CPU backend: a budgeted host arena
   TierBudgetConfig host;
   DiskTierConfig disk;
   int prefetch_distance = 2;    // layers of the optimizer order prefetched ahead of use
+  ParamsTierConfig params;
 };
 
 // Replicated optimizer state (runtime/coherence.hpp, docs/DESIGN.md "Runtime subsystems"): in

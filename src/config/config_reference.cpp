@@ -124,6 +124,14 @@ const std::map<std::string, std::string> kMeanings = {
     {"runtime.tiers.disk.bytes", "budget of the disk tier"},
     {"runtime.tiers.disk.path", "directory of the disk tier's file; empty = <run.dir>/tiers"},
     {"runtime.tiers.prefetch_distance", "layers of the optimizer order prefetched into the device tier ahead of use"},
+    {"runtime.tiers.params.home",
+     "where the blocks' fp32 parameters live: memory, or disk (the disk tier's directory; a block is read into one of "
+     "prefetch_distance + 1 whole-layer buffers before its forward, its backward and its optimizer step, and written "
+     "back after the step; the embedding and the head stay in memory; the same bits; one CPU process only). "
+     "runtime.placement auto chooses disk when nothing else fits"},
+    {"runtime.tiers.params.prefetch_distance",
+     "home disk: uses of offloaded layers (forward, backward, optimizer step) a layer's read runs ahead of; 0 = "
+     "read right before its use"},
     {"runtime.coherence.staleness",
      "S: a block's version is shipped to the replicas when theirs is S versions behind (1: every version)"},
     {"runtime.coherence.tolerance",

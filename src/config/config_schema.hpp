@@ -200,11 +200,19 @@ void visit(V& v, DiskTierConfig& t) {
 }
 
 template <class V>
+void visit(V& v, ParamsTierConfig& p) {
+  // Free: the same floats are read and written wherever they live (bit for bit).
+  v.choice("home", p.home, named({ParamsHome::Memory, ParamsHome::Disk}), kFree);
+  v.field("prefetch_distance", p.prefetch_distance, at_least(0), kFree);
+}
+
+template <class V>
 void visit(V& v, TiersConfig& t) {
   v.section("device", t.device);
   v.section("host", t.host);
   v.section("disk", t.disk);
   v.field("prefetch_distance", t.prefetch_distance, at_least(0), kFree);
+  v.section("params", t.params);
 }
 
 template <class V>

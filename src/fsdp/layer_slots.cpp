@@ -7,7 +7,8 @@
 
 namespace asteria {
 
-LayerSlots::LayerSlots(std::string what, int slots, size_t floats_per_slot, double timeout_s, Backend* device)
+LayerSlots::LayerSlots(std::string what, int slots, size_t floats_per_slot, double timeout_s, Backend* device,
+                       size_t alignment)
     : what_(std::move(what)), floats_per_slot_(floats_per_slot), timeout_s_(timeout_s), holder_(static_cast<size_t>(slots), -1) {
   ASTERIA_ASSERT(slots >= 1);
   const size_t floats = static_cast<size_t>(slots) * floats_per_slot;
@@ -15,7 +16,7 @@ LayerSlots::LayerSlots(std::string what, int slots, size_t floats_per_slot, doub
     device_ = BackendBuffer(*device, floats * sizeof(float), MemoryKind::Device);
     memory_ = reinterpret_cast<float*>(device_.data());
   } else {
-    host_.resize(floats);
+    host_.resize(floats, alignment);
     memory_ = host_.data();
   }
 }

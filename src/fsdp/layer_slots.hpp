@@ -26,8 +26,10 @@ namespace asteria {
 class LayerSlots {
  public:
   // what: what the buffers hold, for messages ("parameter", "gradient"). device: allocate them
-  // in its Device memory (null: host memory).
-  LayerSlots(std::string what, int slots, size_t floats_per_slot, double timeout_s, Backend* device = nullptr);
+  // in its Device memory (null: host memory). alignment (host memory): of the pool, a power of
+  // two >= 64; with 4096 and floats_per_slot a multiple of 1024 every buffer suits direct I/O.
+  LayerSlots(std::string what, int slots, size_t floats_per_slot, double timeout_s, Backend* device = nullptr,
+             size_t alignment = 64);
 
   // A buffer for layer `layer`, held until release(layer). Its contents are whatever its last
   // holder left. The layer must not hold one already.

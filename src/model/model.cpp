@@ -51,7 +51,7 @@ struct Model<T, Ops>::Impl {
   bool image = false;  // Storage::Image: parameters only
   std::vector<ParamTable> tables;
   std::vector<std::string> names;
-  std::vector<Array<T>> params, grads;       // Storage::Owned only
+  std::vector<Array<T>> params, grads;       // the owned ones (params: Owned, Image; grads: Owned, BoundParams)
   std::vector<T*> param_ptr, grad_ptr;        // layer l's current buffers (null: unbound)
   std::vector<BlockTensors<T>> block_w, block_dw;
   HeadTensors<T> head_w, head_dw;
@@ -175,14 +175,15 @@ Model<T, Ops>::Model(const ModelConfig& cfg, int batch, Storage storage,
   m.block_w.resize(L);
   m.block_dw.resize(L);
   m.image = storage == Storage::Image;
-  if (storage != Storage::Bound)
-    for (const auto& t : m.tables) {
-      m.params.emplace_back(t.numel);
-      if (storage == Storage::Owned) m.grads.emplace_back(t.numel);
-    }
+  const bool owns_params = storage == Storage::Owned || storage == Storage::Image;
+  const bool owns_grads = storage == Storage::Owned || storage == Storage::BoundParams;
+  for (const auto& t : m.tables) {
+    if (owns_params) m.params.emplace_back(t.numel);
+    if (owns_grads) m.grads.emplace_back(t.numel);
+  }
   for (size_t l = 0; l < m.tables.size(); l++) {
-    if (storage != Storage::Bound) m.param_ptr[l] = m.params[l].data();
-    if (storage == Storage::Owned) m.grad_ptr[l] = m.grads[l].data();
+    if (owns_params) m.param_ptr[l] = m.params[l].data();
+    if (owns_grads) m.grad_ptr[l] = m.grads[l].data();
     m.update_param_views(static_cast<int>(l));
     m.update_grad_views(static_cast<int>(l));
   }

@@ -43,7 +43,10 @@
 //
 // Storage::Bound (sharded training, docs/DESIGN.md "FSDP"): the model allocates no parameter or
 // gradient buffers; the caller binds layer l's buffers (a gathered copy, a gradient slot) with
-// bind_params / bind_grads before running it and unbinds them (nullptr) after. forward(l)
+// bind_params / bind_grads before running it and unbinds them (nullptr) after.
+// Storage::BoundParams (parameters on the disk tier, fsdp/param_offload.hpp): the model owns its
+// gradients but no parameters; the caller binds each layer's parameters as Bound's are (the
+// layers kept in memory once, the offloaded ones while in flight). forward(l)
 // needs params(l) (the tied head also params(0)); backward(l) needs params(l) and grads(l)
 // (the tied head also params(0) and grads(0); the embedding only grads(0)).
 #include <cstdint>
@@ -64,7 +67,7 @@ struct CudaOps;
 template <class T, class Ops = CpuOps>
 class Model {
  public:
-  enum class Storage { Owned, Bound, Image };
+  enum class Storage { Owned, Bound, Image, BoundParams };
   Model(const ModelConfig& cfg, int batch, Storage storage = Storage::Owned,
         const ActivationRecompute& recompute = {}, ComputePrecision precision = ComputePrecision::Fp32);
   ~Model();
@@ -76,11 +79,12 @@ class Model {
   int num_layers() const;                          // n_layers + 2
   const std::string& layer_name(int l) const;
   const ParamTable& table(int l) const;
-  T* params(int l);                                // null when unbound (Storage::Bound); marks
+  T* params(int l);                                // null when unbound (Bound, BoundParams); marks
                                                    // layer l's bf16 copy for remaking
   T* grads(int l);
   size_t num_params() const;                       // all layers
-  // Storage::Bound: layer l's buffers from now on (table(l).numel elements each; nullptr unbinds).
+  // Storage::Bound: layer l's buffers from now on (table(l).numel elements each; nullptr unbinds);
+  // BoundParams: its parameters only.
   void bind_params(int l, T* params);
   void bind_grads(int l, T* grads);
 

@@ -30,12 +30,11 @@ void Executor::reset_times() {
 void Executor::check_ready(const Op& op) {
   for (int d : op.deps)
     ASTERIA_ASSERT(done_[d], "op ", op.id, " (", to_string(op.kind), ") runs before its dependency ", d);
-  if (residency_) {
+  for (const ResidencyCheck& resident : residency_)
     for (const auto* refs : {&op.reads, &op.writes})
       for (const StateRef& r : *refs)
-        ASTERIA_ASSERT(residency_(op, r), "op ", op.id, " (", to_string(op.kind), ") touches ", to_string(r.kind),
+        ASTERIA_ASSERT(resident(op, r), "op ", op.id, " (", to_string(op.kind), ") touches ", to_string(r.kind),
                        " of layer ", r.layer, ", which is not resident");
-  }
 }
 
 void Executor::mark_done(int id) {

@@ -13,8 +13,8 @@
 // its dependencies on its own thread. Before an op runs, the executor checks that each
 // dependency has finished (a compute op waits for staging and comm dependencies and the wait
 // is counted as stall, by the kind of the op that waited) and that every state it touches is
-// resident (through the residency check, when one is installed); a violation is a bug and
-// aborts loudly. run() returns when every compute, staging and comm op of the plan has finished
+// resident (through the residency checks installed: the tiers', the offloaded parameters'); a
+// violation is a bug and aborts loudly. run() returns when every compute, staging and comm op of the plan has finished
 // and every host op was submitted. Time spent per op kind is accumulated for the metrics.
 // An exception thrown by a staging or comm op (a disk tier checksum error, a collective's
 // timeout) skips the rest of both queues and is rethrown by run() on the calling thread, after
@@ -26,6 +26,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "runtime/plan.hpp"
 #include "runtime/worker_pool.hpp"
@@ -48,7 +49,9 @@ class Executor {
   // One handler per op kind, installed by the subsystem that owns the kind.
   void bind(OpKind kind, Handler h);
   void bind_host(OpKind kind, HostHandler h);
-  void set_residency_check(ResidencyCheck check) { residency_ = std::move(check); }
+  // Each subsystem whose state may be out of memory installs its own check; an op runs only
+  // when every check agrees.
+  void add_residency_check(ResidencyCheck check) { residency_.push_back(std::move(check)); }
 
   void run(const Plan& plan);
 
@@ -75,7 +78,7 @@ class Executor {
   std::array<double, kNumOpKinds> wait_s_{};
   double compute_wait_s_ = 0;
   std::exception_ptr lane_error_;   // guarded by mu_
-  ResidencyCheck residency_;
+  std::vector<ResidencyCheck> residency_;
   WorkerPool* pool_;
 
   const Plan* plan_ = nullptr;

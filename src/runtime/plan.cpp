@@ -37,6 +37,9 @@ const char* to_string(OpKind k) {
     case OpKind::Release: return "release";
     case OpKind::CoherenceSync: return "coherence_sync";
     case OpKind::Recompute: return "recompute";
+    case OpKind::ParamLoad: return "param_load";
+    case OpKind::ParamRelease: return "param_release";
+    case OpKind::ParamStore: return "param_store";
   }
   return "?";
 }

@@ -42,8 +42,13 @@ enum class OpKind : uint8_t {
   CoherenceSync, // coherence (comm lane): the versions of a layer's blocks publishing now, from
                  //   their owners to the other replicas
   Recompute,     // model: a checkpointed block's forward again, right before its backward
+  ParamLoad,     // parameters on the disk tier (staging lane): a layer's parameters read into a
+                 //   buffer of whole layers before its use
+  ParamRelease,  // parameters on the disk tier (compute lane): that buffer given back, unwritten
+  ParamStore,    // parameters on the disk tier (staging lane): a layer's parameters written back
+                 //   after its optimizer step, and its buffer given back
 };
-constexpr int kNumOpKinds = 21;
+constexpr int kNumOpKinds = 24;
 
 const char* to_string(Lane);
 const char* to_string(OpKind);

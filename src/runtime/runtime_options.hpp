@@ -20,6 +20,13 @@ enum class PlacementMode { Auto, Manual };
 
 inline const char* to_string(PlacementMode p) { return p == PlacementMode::Auto ? "auto" : "manual"; }
 
+// runtime.tiers.params.home: where the blocks' fp32 parameters live between their uses: memory
+// (the model's own buffers), or disk (the disk tier, a layer in memory only while in flight:
+// fsdp/param_offload.hpp). The same bits either way.
+enum class ParamsHome { Memory, Disk };
+
+inline const char* to_string(ParamsHome h) { return h == ParamsHome::Memory ? "memory" : "disk"; }
+
 inline const char* to_string(RuntimeMode m) { return m == RuntimeMode::Asteria ? "asteria" : "native"; }
 
 inline const char* to_string(ShadowLane l) {

@@ -96,7 +96,7 @@ void TierManager::bind(Executor& ex) {
   ex.bind(OpKind::TierEvict, replay);
   ex.bind(OpKind::TierPrefetch, replay);
   ex.bind(OpKind::TierWait, [](const Op&) {});   // the executor waited for its dependency
-  ex.set_residency_check([this](const Op& op, const StateRef& ref) {
+  ex.add_residency_check([this](const Op& op, const StateRef& ref) {
     if (ref.kind != StateKind::OptimState || ref.layer < 0) return true;
     if (op.blocks.whole()) return layer_resident(ref.layer);
     return missing_[layout_.unit_of(ref.layer, op.blocks.first)].load() == 0;

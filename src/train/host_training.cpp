@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/error.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
 #include "model/ops/op_set.hpp"
 #include "optim/sum_of_squares.hpp"
@@ -11,8 +12,10 @@
 namespace asteria {
 
 HostTraining::HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& sharding, int prefetch, double timeout_s,
-                           bool init_only)
+                           bool init_only, OffloadedParams* offloaded)
     : model_(model), optimizer_(optimizer), sharding_(sharding) {
+  ASTERIA_ASSERT(!offloaded || (!sharding_.sharded() && !init_only), "parameters on disk in a sharded or device run");
+  if (offloaded) offloaded_ = std::make_unique<OffloadedLayers>(model_, *offloaded);
   if (!sharding_.sharded()) return;
   const int L = model_.num_layers();
   const bool tied = model.config().tied_embeddings;
@@ -29,6 +32,10 @@ PeakFlops HostTraining::peak_flops(int threads) const {
 }
 
 void HostTraining::init(uint64_t seed) {
+  if (offloaded_) {
+    offloaded_->init(seed);
+    return;
+  }
   if (!sharding_.sharded()) {
     model_.init(seed);
     return;
@@ -44,6 +51,10 @@ void HostTraining::init(uint64_t seed) {
 }
 
 void HostTraining::init_from(const ParamSource& source) {
+  if (offloaded_) {
+    offloaded_->init_from(source);
+    return;
+  }
   for (int l = 0; l < model_.num_layers(); ++l) {
     if (sharding_.sharded())
       source.fill(l, sharding_.offset(l), sharding_.count(l), sharding_.shard_params(l));
@@ -53,6 +64,17 @@ void HostTraining::init_from(const ParamSource& source) {
 }
 
 void HostTraining::bind_sharded_ops(Executor& executor, int micro_batches) { layers_->bind_ops(executor, micro_batches); }
+
+void HostTraining::bind_offload_ops(Executor& executor) {
+  offloaded_->bind_ops(executor);
+  executor_ = &executor;
+}
+
+std::vector<float> HostTraining::params(int l) {
+  if (offloaded_) return offloaded_->params(l);
+  const float* p = model_.params(l);
+  return std::vector<float>(p, p + model_.table(l).numel);
+}
 
 void HostTraining::backward(int l, double grad_scale) {
   if (layers_) layers_->bind_grad_buffers(l);
@@ -80,6 +102,8 @@ double HostTraining::eval_loss(const int32_t* inputs, const int32_t* targets) {
   model_.set_batch(inputs, targets);
   if (layers_) {
     layers_->forward_gathered([this](int l) { model_.forward(l); });
+  } else if (offloaded_) {
+    offloaded_->forward_all([this](int l) { model_.forward(l); });
   } else {
     for (int l = 0; l < model_.num_layers(); ++l) model_.forward(l);
   }
@@ -88,6 +112,7 @@ double HostTraining::eval_loss(const int32_t* inputs, const int32_t* targets) {
 
 void HostTraining::record_metrics(StepMetrics& m) {
   if (layers_) layers_->record_metrics(m);
+  if (offloaded_ && executor_) offloaded_->record_metrics(m, *executor_);
 }
 
 }  // namespace asteria

@@ -4,9 +4,11 @@
 //
 // Sharded (ZeRO-3), the model runs on whole-layer buffers bound in flight, gathered from and
 // reduced into Sharding's shards (train/sharded_layers.hpp), from two pools sized by the plan's
-// prefetch distance.
+// prefetch distance. With parameters on the disk tier (one process), on the buffers of
+// OffloadedParams (train/offloaded_layers.hpp).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "fsdp/layer_slots.hpp"
@@ -15,6 +17,7 @@
 #include "model/param_source.hpp"
 #include "optim/optimizer.hpp"
 #include "runtime/executor.hpp"
+#include "train/offloaded_layers.hpp"
 #include "train/sharded_layers.hpp"
 #include "train/training_target.hpp"
 
@@ -26,8 +29,10 @@ class HostTraining final : public TrainingTarget {
   // buffer may be waited for before the run is ended, naming it. init_only: the device trains
   // (runtime.backend cuda) and this only initializes the host image (sharded: with one layer
   // buffer instead of the pools a step needs).
+  // offloaded: the parameters' store when they live on the disk tier (the model's storage is
+  // then BoundParams), else null.
   HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& sharding, int prefetch, double timeout_s,
-               bool init_only = false);
+               bool init_only = false, OffloadedParams* offloaded = nullptr);
 
   // Sharded: every rank computes each whole initial layer (a pure function of the seed) and keeps
   // its part. Whole: the model initializes itself.
@@ -39,6 +44,10 @@ class HostTraining final : public TrainingTarget {
   // Sharded: the comm lane's handlers (gather, release, reduce_scatter); `micro_batches`: the
   // reduce_scatter of the last one also reduces the shard over the replicas (hybrid).
   void bind_sharded_ops(Executor& executor, int micro_batches) override;
+  // Parameters on the disk tier: the handlers of their reads and writes (param_offload_plan_ops.hpp).
+  void bind_offload_ops(Executor& executor);
+  // Layer l's parameters wherever they live (the model's, or read from the disk tier).
+  std::vector<float> params(int l);
 
   std::string name() const override { return "cpu"; }
   // threads x the CPU's MHz x 32 fp32 FLOP per cycle (train/estimates/flops.hpp).
@@ -68,6 +77,9 @@ class HostTraining final : public TrainingTarget {
   // init_only).
   std::unique_ptr<LayerSlots> param_slots_, grad_slots_;
   std::unique_ptr<ShardedLayers<CpuOps, Sharding>> layers_;
+  // Parameters on the disk tier (null: in memory), and the executor whose times the metrics read.
+  std::unique_ptr<OffloadedLayers> offloaded_;
+  const Executor* executor_ = nullptr;
 };
 
 }  // namespace asteria

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "fsdp/param_offload_plan_ops.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
 #include "model/model.hpp"
 #include "optim/blocks.hpp"
@@ -113,7 +114,15 @@ std::string describe_step_plan(const Config& given, int64_t step) {
   const TierLayout layout = configured_tier_layout(cfg);   // the planner keeps a reference
   TierPlanner tiers(layout);
   PlanBuilder builder;
-  add_step_contributors(builder, {nullptr, &model_ops, comm.ops.get(), shadow.ops.get(), &tiers, &optim_ops});
+  std::unique_ptr<ParamOffloadPlanOps> params_ops;
+  if (cfg.runtime.tiers.params.home == ParamsHome::Disk)
+    params_ops = std::make_unique<ParamOffloadPlanOps>(params_on_disk(cfg), cfg.runtime.tiers.params.prefetch_distance);
+  add_step_contributors(builder, {.model = &model_ops,
+                                  .sharding = comm.ops.get(),
+                                  .params = params_ops.get(),
+                                  .shadow = shadow.ops.get(),
+                                  .tiers = &tiers,
+                                  .optimizer = &optim_ops});
   // The tiers' moves depend on what earlier steps left in the device cache: with a cache that
   // steps keep, plan every step up to this one (nothing runs; about 10 ms a step for OLMo-1B's
   // 512 micro-batches); with one that each step empties first, the step before (what it writes

@@ -7,6 +7,13 @@ StateRef params(int l) { return {StateKind::Params, l}; }
 StateRef grads(int l) { return {StateKind::Grads, l}; }
 StateRef acts(int l) { return {StateKind::Activations, l}; }
 StateRef batch() { return {StateKind::Batch, -1}; }
+
+// The ops that bring layer l's parameters in for micro-batch m: its gather (sharded) or its read
+// from the disk tier (parameters on disk; a layer kept from its last use has none).
+void add_params_deps(const PlanBuilder& b, int layer, int micro, std::vector<int>& deps) {
+  for (OpKind k : {OpKind::Gather, OpKind::ParamLoad})
+    if (const int load = b.find(k, layer, micro); load >= 0) deps.push_back(load);
+}
 }  // namespace
 
 void ModelStepOps::micro_begin(PlanBuilder& b, int micro) {
@@ -28,8 +35,8 @@ void ModelStepOps::forward(PlanBuilder& b, int layer, int micro) {
   op.deps = {layer == 0 ? b.find(OpKind::LoadBatch, -1, micro)
                         : b.find(OpKind::Forward, layer - 1, micro)};
   // Sharded: the layer's parameters gathered first (the tied head reads the embedding, gathered
-  // long before it).
-  if (const int gather = b.find(OpKind::Gather, layer, micro); gather >= 0) op.deps.push_back(gather);
+  // long before it); on disk: read first.
+  add_params_deps(b, layer, micro, op.deps);
   op.reads = {params(layer)};
   if (layer == 0 || layer == last) op.reads.push_back(batch());
   if (layer == last && tied_head_) op.reads.push_back(params(0));
@@ -45,8 +52,9 @@ void ModelStepOps::backward(PlanBuilder& b, int layer, int micro) {
   op.micro = micro;
   op.deps = {layer == last ? b.find(OpKind::Forward, last, micro)
                            : b.find(OpKind::Backward, layer + 1, micro)};
-  // Sharded: the layer's parameters gathered again (or kept from the forward).
-  if (const int gather = layer > 0 ? b.find(OpKind::Gather, layer, micro) : -1; gather >= 0) op.deps.push_back(gather);
+  // Sharded: the layer's parameters gathered again (or kept from the forward); on disk: read again
+  // (or kept).
+  if (layer > 0) add_params_deps(b, layer, micro, op.deps);
   // Activation recompute: the block's forward again first, with the same parameters.
   if (layer < static_cast<int>(recomputed_.size()) && recomputed_[layer]) {
     Op re;
@@ -111,13 +119,16 @@ void OptimizerStepOps::optimizer_part(PlanBuilder& b, int layer, BlockRange part
   op.layer = layer;
   op.blocks = part;
   op.deps = {b.find(OpKind::ClipGrads)};
+  // Parameters on disk: the layer read for its step (the latest read of it; none when it is kept
+  // from its last backward).
+  if (const int load = b.find(OpKind::ParamLoad, layer); load >= 0) op.deps.push_back(load);
   op.reads = {grads(layer)};
   op.writes = {params(layer), {StateKind::OptimState, layer}, grads(layer)};
   b.add(std::move(op));
 }
 
 void add_step_contributors(PlanBuilder& builder, const StepContributors& parts) {
-  for (PlanContributor* c : {parts.checkpoint, parts.model, parts.sharding, parts.shadow, parts.tiers, parts.optimizer})
+  for (PlanContributor* c : {parts.checkpoint, parts.model, parts.sharding, parts.params, parts.shadow, parts.tiers, parts.optimizer})
     if (c) builder.add_contributor(c);
 }
 

@@ -7,8 +7,10 @@
 //                     ranks: after the gradient's reduction too, placed one backward later so
 //                     the compute lane runs on while the comm lane reduces), clip_grads,
 //                     optim_step(l) (which also zeroes the layer's gradient for the next step)
-// A forward or backward waits for the layer's gather of its micro-batch when the plan has one.
-// They only describe the step; the trainer binds the handlers that do the work.
+// A forward or backward waits for the layer's gather of its micro-batch when the plan has one, or
+// for its read from the disk tier (parameters on disk, fsdp/param_offload_plan_ops.hpp), and an
+// optim_step for the layer's read before it. They only describe the step; the trainer binds the
+// handlers that do the work.
 #include <vector>
 
 #include "runtime/plan_builder.hpp"
@@ -51,6 +53,7 @@ struct StepContributors {
   PlanContributor* checkpoint = nullptr;
   PlanContributor* model = nullptr;
   PlanContributor* sharding = nullptr;
+  PlanContributor* params = nullptr;   // parameters on the disk tier: after the model's ops, which its releases follow
   PlanContributor* shadow = nullptr;
   PlanContributor* tiers = nullptr;
   PlanContributor* optimizer = nullptr;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "fsdp/param_offload_plan_ops.hpp"
 #include "model/model.hpp"
 #include "runtime/tier_planner.hpp"
 #include "optim/optimizer_factory.hpp"
@@ -28,6 +29,35 @@ std::string disk_tier_file(const Config& cfg, const std::string& name) {
       cfg.runtime.tiers.disk.path.empty() ? std::filesystem::path(cfg.run.dir) / "tiers"
                                           : std::filesystem::path(cfg.runtime.tiers.disk.path);
   return (dir / ("state-" + std::to_string(::getpid()) + (name.empty() ? "" : "." + name) + ".bin")).string();
+}
+
+std::vector<bool> params_on_disk(const Config& cfg) {
+  const int layers = cfg.model.n_layers + 2;
+  std::vector<bool> on_disk(static_cast<size_t>(layers), false);
+  if (cfg.runtime.tiers.params.home == ParamsHome::Disk)
+    for (int l = 1; l <= cfg.model.n_layers; ++l) on_disk[static_cast<size_t>(l)] = true;
+  return on_disk;
+}
+
+int params_buffers(const Config& cfg) {
+  return ParamOffloadPlanOps::buffers(cfg.runtime.tiers.params.prefetch_distance, cfg.model.n_layers);
+}
+
+ParamOffloadBytes params_bytes(const Config& cfg) {
+  std::vector<size_t> floats;
+  for (const ParamTable& t : model_param_tables(cfg.model)) floats.push_back(t.numel);
+  return param_offload_bytes(floats, params_on_disk(cfg), params_buffers(cfg));
+}
+
+void check_params_home(const Config& cfg, int world) {
+  if (cfg.runtime.tiers.params.home != ParamsHome::Disk) return;
+  if (cfg.runtime.backend == BackendKind::Cuda)
+    fail(cfg.source, ": runtime.tiers.params.home disk runs on the CPU backend only (runtime.backend cpu): on CUDA the "
+         "parameters live in device memory");
+  if (world > 1)
+    fail(cfg.source, ": runtime.tiers.params.home disk runs in one process only, not ", world,
+         " ranks: a sharded rank (distributed.fsdp full or hybrid) keeps only its shards of the parameters already; "
+         "shard the run instead, or use runtime.tiers.params.home memory");
 }
 
 TierLayout configured_tier_layout(const Config& cfg, TierCheck check) {

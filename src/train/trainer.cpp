@@ -22,9 +22,7 @@ TrainResult Trainer::run() { return impl_->steps.run(); }
 std::vector<float> Trainer::final_params(int layer) const {
   const auto& gathered = impl_->steps.gathered_params();
   if (!gathered.empty()) return gathered.at(layer);
-  Model<float>& model = *impl_->parts.model;
-  const float* p = model.params(layer);
-  return std::vector<float>(p, p + model.table(layer).numel);
+  return impl_->parts.host->params(layer);   // the model's, or read from the disk tier
 }
 
 int Trainer::num_layers() const { return impl_->parts.model->num_layers(); }

@@ -36,6 +36,7 @@ TrainingRun::TrainingRun(const Config& c, Communicator* world_comm, MemoryWatch 
   build_runtime();
   build_plan();
   if (!resume_dir.empty()) resumed = checkpointer->restore(resume_dir);
+  if (offloaded_params) offloaded_params->take_traffic();   // the first step's figures are its own
   // After the restore: the device starts from the image as restored.
   target->upload();
   // Every rank has checked everything before rank 0 writes anything into run.dir.
@@ -59,6 +60,7 @@ void TrainingRun::join_world(Communicator* world_comm) {
   topo.set_timeout(cfg.distributed.timeout_s);
   if (!topo.note.empty() && writer()) std::fprintf(stderr, "asteria-train: note: %s\n", topo.note.c_str());
   check_supported(cfg);
+  check_params_home(cfg, world);
   // Before any file is opened: a GPU run where there is none says so first. With several
   // ranks each sees only its own GPU, from before the process's first CUDA call.
   if (cfg.runtime.backend == BackendKind::Cuda) select_rank_device(topo, rank, world);
@@ -91,8 +93,11 @@ void TrainingRun::build_model_and_optimizer(std::unique_ptr<hf::HfWeights> pretr
   const bool on_device = cfg.runtime.backend == BackendKind::Cuda;
   // Sharded (ZeRO-3): the model runs on whole-layer buffers bound in flight. On the GPU the host
   // keeps the parameters only, the image the device starts from.
+  // Parameters on the disk tier: the model owns its gradients, and runs on the store's buffers.
+  const bool params_disk = cfg.runtime.tiers.params.home == ParamsHome::Disk;
   const auto storage = sharding->sharded() ? Model<float>::Storage::Bound
                        : on_device         ? Model<float>::Storage::Image
+                       : params_disk       ? Model<float>::Storage::BoundParams
                                            : Model<float>::Storage::Owned;
   model = std::make_unique<Model<float>>(cfg.model, cfg.train.micro_batch, storage, cfg.train.recompute(), cfg.runtime.precision);
   const std::vector<ParamTable>& owned = sharding->owned_tables();
@@ -104,8 +109,15 @@ void TrainingRun::build_model_and_optimizer(std::unique_ptr<hf::HfWeights> pretr
   optimizer = make_optimizer(cfg.optim, owned, cfg.runtime.staggered(), /*own_memory=*/false);
   // The whole model's block indices and (staggered) refresh schedule for a rank's blocks.
   if (auto* so = dynamic_cast<SecondOrderOptimizer*>(optimizer.get()); so && sharding->sharded()) so->follow_whole_model(tables);
+  if (params_disk) {
+    std::vector<size_t> floats;
+    for (const ParamTable& t : tables) floats.push_back(t.numel);
+    offloaded_params = std::make_unique<OffloadedParams>(floats, params_on_disk(cfg), model_layer_names(cfg.model),
+                                                         params_buffers(cfg), disk_tier_file(cfg, "params"),
+                                                         cfg.distributed.timeout_s);
+  }
   host = std::make_unique<HostTraining>(*model, *optimizer, *sharding, cfg.distributed.prefetch, cfg.distributed.timeout_s,
-                                        /*init_only=*/on_device);
+                                        /*init_only=*/on_device, offloaded_params.get());
   if (pretrained) {
     Timer t;
     host->init_from(*pretrained);
@@ -166,16 +178,26 @@ void TrainingRun::build_plan() {
     std::vector<DataFingerprint> data = {token_file_fingerprint("train", cfg.data.train)};
     std::vector<Stateful*> state = {loader.get(), optimizer.get()};   // what saves named fields
     for (Stateful* s : shadow_state_parts(shadow.get())) state.push_back(s);
-    checkpointer = std::make_unique<Checkpointer>(cfg, RunParts{*model, *optimizer, *tiers, state, sharding.get()}, std::move(data));
+    checkpointer = std::make_unique<Checkpointer>(
+        cfg, RunParts{*model, *optimizer, *tiers, state, sharding.get(), offloaded_params.get()}, std::move(data));
     checkpointer->bind(*executor);
   }
   sharding_ops = std::make_unique<ShardingPlanOps>(sharding->sharded(), sharding->reduces(), cfg.distributed.prefetch,
                                                    cfg.model.tied_embeddings);
+  if (offloaded_params) {
+    params_ops = std::make_unique<ParamOffloadPlanOps>(params_on_disk(cfg), cfg.runtime.tiers.params.prefetch_distance);
+    host->bind_offload_ops(*executor);
+  }
   model_ops = std::make_unique<ModelStepOps>(cfg.model.tied_embeddings, model_recomputed_layers(cfg.model, cfg.train.recompute()));
   if (shadow) shadow->bind(*executor);
   tiers->bind(*executor);
-  add_step_contributors(builder, {checkpointer ? &checkpointer->plan_ops() : nullptr, model_ops.get(), sharding_ops.get(),
-                                  shadow ? &shadow->plan_ops() : nullptr, &tiers->planner(), &optim_ops});
+  add_step_contributors(builder, {.checkpoint = checkpointer ? &checkpointer->plan_ops() : nullptr,
+                                  .model = model_ops.get(),
+                                  .sharding = sharding_ops.get(),
+                                  .params = params_ops.get(),
+                                  .shadow = shadow ? &shadow->plan_ops() : nullptr,
+                                  .tiers = &tiers->planner(),
+                                  .optimizer = &optim_ops});
   if (sharding->sharded()) target->bind_sharded_ops(*executor, cfg.train.grad_accum);
 }
 

@@ -19,6 +19,8 @@
 #include "config/config.hpp"
 #include "data/loader.hpp"
 #include "data/token_file.hpp"
+#include "fsdp/param_offload.hpp"
+#include "fsdp/param_offload_plan_ops.hpp"
 #include "fsdp/sharding.hpp"
 #include "fsdp/sharding_plan_ops.hpp"
 #include "hf/hf_weights.hpp"
@@ -57,6 +59,9 @@ struct TrainingRun {
   ResumePoint resumed;
   std::unique_ptr<Sharding> sharding;
   std::unique_ptr<ShardingPlanOps> sharding_ops;
+  // runtime.tiers.params.home disk: the parameters' store and its ops (null: in memory).
+  std::unique_ptr<OffloadedParams> offloaded_params;
+  std::unique_ptr<ParamOffloadPlanOps> params_ops;
   TokenFile train_file, eval_file;
   std::unique_ptr<TrainLoader> loader;
   std::unique_ptr<EvalBatches> eval;          // null without data.eval

@@ -171,7 +171,7 @@ TEST_F(ExecutorDeathTest, RefusesNonResidentState) {
   Plan p = build(2, 1);
   Executor ex;
   for (int k = 0; k < kNumOpKinds; ++k) ex.bind(static_cast<OpKind>(k), [](const Op&) {});
-  ex.set_residency_check([](const Op&, const StateRef& r) { return r.kind != StateKind::Grads; });
+  ex.add_residency_check([](const Op&, const StateRef& r) { return r.kind != StateKind::Grads; });
   EXPECT_DEATH(ex.run(p), "not resident");
 }
 

@@ -69,12 +69,36 @@ void Checkpointer::lay_out() {
 bool Checkpointer::sharded() const { return parts_.sharding && parts_.sharding->sharded(); }
 
 float* Checkpointer::params(int layer) {
+  if (parts_.offloaded) return parts_.offloaded->resident(layer);
   return sharded() ? parts_.sharding->shard_params(layer) : parts_.model.params(layer);
+}
+
+void Checkpointer::copy_params_out(int layer, float* dst) {
+  if (sizes_[static_cast<size_t>(layer)] == 0) return;   // a layer without parameters (a tied head's) has no buffer
+  if (const float* p = params(layer)) {
+    std::memcpy(dst, p, sizes_[static_cast<size_t>(layer)] * sizeof(float));
+    return;
+  }
+  parts_.offloaded->copy_out(layer, dst);
+}
+
+void Checkpointer::copy_params_in(int layer, const float* src) {
+  if (sizes_[static_cast<size_t>(layer)] == 0) return;
+  if (float* p = params(layer)) {
+    std::memcpy(p, src, sizes_[static_cast<size_t>(layer)] * sizeof(float));
+    return;
+  }
+  parts_.offloaded->copy_in(layer, src);
 }
 
 const float* Checkpointer::live(size_t i) {
   const int layers = parts_.model.num_layers();
-  if (i < static_cast<size_t>(layers)) return params(static_cast<int>(i));
+  if (i < static_cast<size_t>(layers)) {
+    if (const float* p = params(static_cast<int>(i))) return p;
+    if (scratch_.size() < sizes_[i]) scratch_.resize(sizes_[i]);
+    copy_params_out(static_cast<int>(i), scratch_.data());
+    return scratch_.data();
+  }
   const int id = static_cast<int>(i) - layers;
   if (const float* p = parts_.tiers.memory_of(id)) return p;
   if (scratch_.size() < sizes_[i]) scratch_.resize(sizes_[i]);
@@ -91,7 +115,7 @@ void Checkpointer::stage() {
     dst.resize(sizes_[i]);   // allocated at the first save only
     if (sizes_[i] == 0) continue;
     if (i < static_cast<size_t>(layers)) {
-      std::memcpy(dst.data(), params(static_cast<int>(i)), sizes_[i] * sizeof(float));
+      copy_params_out(static_cast<int>(i), dst.data());
     } else {
       const int id = static_cast<int>(i) - layers;
       if (const float* src = parts_.tiers.memory_of(id))
@@ -360,7 +384,7 @@ ResumePoint Checkpointer::restore(const std::string& dir) {
   const int layers = parts_.model.num_layers();
   read_tensors(files, image_, [&](size_t i, const float* data) {
     if (i < static_cast<size_t>(layers))
-      std::memcpy(params(static_cast<int>(i)), data, sizes_[i] * sizeof(float));
+      copy_params_in(static_cast<int>(i), data);
     else
       parts_.tiers.copy_in(static_cast<int>(i) - layers, data);
   });

@@ -18,8 +18,8 @@
 // save copies at once. The copy needs memory for the whole state: when it would take more than
 // half the memory available at the first save, or without async, the files are written in the
 // step straight from where the state lives (parameters, device and host tiers in place;
-// disk-tier state through one buffer of its largest tensor), so a checkpoint never needs a
-// second copy of the state. Retention (checkpoint.keep / keep_every) runs after each commit. A
+// disk-tier state, parameters on the disk tier included, through one buffer of its largest
+// tensor), so a checkpoint never needs a second copy of the state. Retention (checkpoint.keep / keep_every) runs after each commit. A
 // failed write is reported at the next save or at finish().
 //
 // Sharded, every rank of the shard group writes its own file (rank<g>.h5, its shard) into one
@@ -40,6 +40,7 @@
 
 #include "core/stateful.hpp"
 #include "core/step_metrics.hpp"
+#include "fsdp/param_offload.hpp"
 #include "fsdp/sharding.hpp"
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
@@ -62,6 +63,8 @@ struct RunParts {
   TierManager& tiers;
   std::vector<Stateful*> state;   // saved in this order, loaded in this order
   Sharding* sharding = nullptr;   // sharded: each rank of the shard group writes its own file
+  // Parameters on the disk tier (null: the model holds them): saved from and restored into it.
+  OffloadedParams* offloaded = nullptr;
 };
 
 // Where a restored run continues.
@@ -125,7 +128,11 @@ class Checkpointer {
   void write_rank_file();
   void publish_sharded();
   bool sharded() const;
-  float* params(int layer);   // this rank's part of layer l's parameters (all of it unsharded)
+  // This rank's part of layer l's parameters (all of it unsharded) in memory; null for a layer
+  // on the disk tier (then copy_params_out / copy_params_in).
+  float* params(int layer);
+  void copy_params_out(int layer, float* dst);
+  void copy_params_in(int layer, const float* src);
   Manifest manifest_for(int64_t step, int64_t tokens, double elapsed_s) const;
 
   const Config& cfg_;

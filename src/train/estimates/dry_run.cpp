@@ -333,6 +333,7 @@ void limits_section(std::ostream& os, const Config& cfg, const MemoryEstimate& m
   os << "disk tier:        " << (free ? human_bytes(static_cast<double>(*free)) + " free" : std::string("free space unknown"))
      << " at " << dir << " (statvfs); optimizer state homed there: " << human_bytes(mem.optimizer_on_disk);
   if (mem.jobs_on_disk > 0) os << "; refreshes in flight parked there at most: " << human_bytes(mem.jobs_on_disk);
+  if (mem.params_on_disk > 0) os << "; the blocks' parameters there: " << human_bytes(mem.params_on_disk);
   os << "\n\n";
 }
 
@@ -453,6 +454,9 @@ std::string dry_run_report(const Config& given) {
   else
     os << "in memory:        " << human_bytes(mem.total()) << "  (optimizer state on the disk tier: "
        << human_bytes(mem.optimizer_on_disk) << "; refresh buffers: " << human_bytes(mem.refresh_work) << ")\n";
+  if (mem.params_on_disk > 0)
+    os << "  params:         " << human_bytes(mem.params) << " in memory  (runtime.tiers.params.home disk: the blocks' "
+       << human_bytes(mem.params_on_disk) << " on the disk tier, " << params_buffers(cfg) << " in flight; embedding, head)\n";
   limits_section(os, cfg, mem);
   os << "# " << configured_tier_layout(cfg).describe() << "\n";
   const double fpt = training_flops_per_token(cfg.model);

@@ -145,9 +145,15 @@ MemoryEstimate process_memory(const Config& cfg, TierCheck tier_check) {
   const std::vector<ParamTable> tables = model_param_tables(cfg.model);
   const ParamCounts pc = count_params(cfg.model);
   m.params = m.grads = static_cast<double>(pc.total) * sizeof(float);
-  // The CPU model's GEMMs' bf16 copy of the weights (model.hpp; on CUDA it is the device's).
-  if (cfg.runtime.precision == ComputePrecision::Bf16 && cfg.runtime.backend != BackendKind::Cuda)
+  if (cfg.runtime.tiers.params.home == ParamsHome::Disk && cfg.runtime.backend != BackendKind::Cuda) {
+    // The blocks on the disk tier, a few in flight (the model binds them: no bf16 copies).
+    const ParamOffloadBytes pb = params_bytes(cfg);
+    m.params = static_cast<double>(pb.in_memory);
+    m.params_on_disk = static_cast<double>(pb.on_disk);
+  } else if (cfg.runtime.precision == ComputePrecision::Bf16 && cfg.runtime.backend != BackendKind::Cuda) {
+    // The CPU model's GEMMs' bf16 copy of the weights (model.hpp; on CUDA it is the device's).
     m.params += static_cast<double>(model_bf16_weight_copy_bytes(cfg.model));
+  }
   const OptimizerStateBytes ob = optimizer_state_bytes(cfg.optim, tables);
   const TierLayout layout = configured_tier_layout(cfg, tables, tier_check);
   double on_disk = 0;

@@ -17,7 +17,10 @@
 namespace asteria {
 
 struct MemoryEstimate {
+  // params: in memory (runtime.tiers.params.home disk: the embedding, the head and the buffers
+  // of the blocks in flight; fsdp/param_offload.hpp).
   double params = 0, grads = 0;
+  double params_on_disk = 0;     // the blocks' parameters on the disk tier (not counted)
   double optimizer = 0;          // in memory (device + host tiers, device cache, buffers)
   double optimizer_on_disk = 0;  // homed on the disk tier (not counted)
   double activations = 0;

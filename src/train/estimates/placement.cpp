@@ -65,7 +65,8 @@ class Chooser {
     return fits_need(e) && fits_device(c, check);
   }
   bool fits_need(const MemoryEstimate& e) const {
-    if (in_.disk_free && e.optimizer_on_disk + e.jobs_on_disk > 0.95 * static_cast<double>(*in_.disk_free)) return false;
+    if (in_.disk_free && e.optimizer_on_disk + e.jobs_on_disk + e.params_on_disk > 0.95 * static_cast<double>(*in_.disk_free))
+      return false;
     return e.total() <= target_;
   }
   // On CUDA: what `c` holds on the GPU within the same share of its free memory.
@@ -263,7 +264,23 @@ bool park_jobs(Config& c, PlacementPart& p) {
   return true;
 }
 
-std::vector<Move> moves() {
+// The blocks' parameters on the disk tier: the same bits, the most I/O of any step (each block
+// read before every forward and backward and the optimizer step, written after the step). False
+// where the key is given, or the launch cannot have it (CUDA, several ranks: tier_config.hpp).
+bool params_to_disk(Config& c, PlacementPart& p, int world) {
+  if (c.was_given("runtime.tiers.params.home") || c.runtime.tiers.params.home == ParamsHome::Disk) return false;
+  if (c.runtime.backend == BackendKind::Cuda || world > 1) return false;
+  c.runtime.tiers.params.home = ParamsHome::Disk;
+  const ParamOffloadBytes b = params_bytes(c);
+  p = {"runtime.tiers.params.home", "disk",
+       "the blocks' fp32 parameters (" + human_bytes(static_cast<double>(b.on_disk)) + ") live on the disk tier, each " +
+           "read into one of " + std::to_string(params_buffers(c)) + " whole-layer buffers before its forward, backward " +
+           "and optimizer step and written back after the step: the same bits, their bytes read 2 x micro-batches + 1 " +
+           "and written once per step"};
+  return true;
+}
+
+std::vector<Move> moves(int world) {
   std::vector<Move> m;
   auto recompute_free = [](const Config& c) {
     return !c.was_given("train.activation_recompute") && !c.was_given("train.recompute_every_k");
@@ -322,6 +339,7 @@ std::vector<Move> moves() {
                       "a smaller micro-batch, more of them: the global batch is unchanged, the sums' order is not", true};
                  return true;
                }});
+  m.push_back({[world](Config& c, PlacementPart& p) { return params_to_disk(c, p, world); }});
   return m;
 }
 
@@ -346,7 +364,7 @@ Placement choose_placement(const Config& cfg, const PlacementInputs& in) {
   double least = 0;
   bool ok = chooser.fits(c, &p.need);   // as configured
   if (!ok) ok = chooser.fit_tiers(c, tier_part, least);
-  for (const Move& m : moves()) {
+  for (const Move& m : moves(in.world)) {
     if (ok) break;
     PlacementPart part;
     // A move that does not apply is skipped; the micro-batch's halvings repeat.
@@ -391,6 +409,7 @@ Placement replace_tiers(const Placement& running, const TiersConfig& given, cons
   p.fits = true;
   Config c = running.cfg;
   c.runtime.tiers = given;
+  c.runtime.tiers.params = running.cfg.runtime.tiers.params;   // where the run keeps them, for good
   const Chooser chooser(c, in);
   std::vector<PlacementPart> tier_part;
   double least = 0;
@@ -419,6 +438,7 @@ PlacementInputs placement_inputs(const Config& cfg, int world, int ranks_per_nod
   PlacementInputs in;
   in.limit = limit;
   in.limit_source = std::move(limit_source);
+  in.world = world;
   // On the GPU every rank is a process of its own on the host (a sharded rank's with its shards).
   in.estimate = [world, ranks_per_node](const Config& c, TierCheck check) {
     if (c.runtime.backend == BackendKind::Cuda) return process_memory(planned_launch(c, world, ranks_per_node), check);

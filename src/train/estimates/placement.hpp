@@ -17,8 +17,12 @@
 //      refresh synchronous (runtime.shadow.sync_steps = train.steps); runtime.shadow.delay is
 //      lowered first instead of parking where resident_jobs is given as 0 (all in memory);
 //   5. a smaller micro-batch with more accumulation (train.micro_batch x train.grad_accum, the
-//      global batch, never changes).
-// Steps 1 and 2 change no bit of the results (placement and recompute never change the math);
+//      global batch, never changes);
+//   6. one CPU process: the blocks' parameters on the disk tier (runtime.tiers.params.home disk,
+//      fsdp/param_offload.hpp), read a layer at a time before each use and written back after
+//      the optimizer step: the costliest (the blocks' bytes read twice per micro-batch and once
+//      more, and written once, per step), so taken last.
+// Steps 1, 2 and 6 change no bit of the results (placement and recompute never change the math);
 // 3 does once a micro-batch has more rows than a chunk (the head's weight gradient is summed
 // chunk by chunk), 4 does unless it only parks jobs, 5 always does; each part says so. A key the config gives explicitly is never changed (it overrides the
 // choice); runtime.placement manual changes nothing. What cannot fit even with all optimizer
@@ -63,6 +67,7 @@ struct Placement {
 struct PlacementInputs {
   uint64_t limit = UINT64_MAX;          // per process
   std::string limit_source;
+  int world = 1;                        // the launch's ranks (parameters on disk: one only)
   // The process's (or largest rank's) need; Quick while searching budgets, Planned to confirm.
   std::function<MemoryEstimate(const Config&, TierCheck)> estimate;
   std::optional<uint64_t> disk_free;    // free bytes where the disk tier's file goes
@@ -82,7 +87,7 @@ Placement choose_placement(const Config& cfg, const PlacementInputs& in);
 int least_resident_jobs(const Config& cfg);
 
 // A running process placed again (train/placement_watch.hpp): only the tier budgets and the
-// prefetch distance are chosen again, for in.limit, starting from `given` (the config's own
+// prefetch distance are chosen again (the parameters stay where the run keeps them), for in.limit, starting from `given` (the config's own
 // runtime.tiers), and where they are not enough the shadow pipeline's refreshes in flight are
 // parked on the disk tier as well (runtime.shadow.resident_jobs, unless given); everything else
 // of `running` is built and stays, and none of it changes the math. Never fails for want of

@@ -37,7 +37,7 @@ int rank_of(const std::string& key) {
   static const std::map<std::string, int> order = {
       {"runtime.tiers", 0},        {"train.activation_recompute", 1}, {"model.head_chunk", 2},
       {"runtime.shadow.resident_jobs", 3}, {"runtime.shadow.delay", 4}, {"runtime.shadow.sync_steps", 5},
-      {"train.micro_batch", 6}};
+      {"train.micro_batch", 6}, {"runtime.tiers.params.home", 7}};
   return order.at(key);
 }
 
@@ -69,11 +69,12 @@ std::vector<std::string> sweep(const Config& c) {
     for (const PlacementPart& part : p.parts)
       if (std::find(seen_first_at.begin(), seen_first_at.end(), part.key) == seen_first_at.end()) seen_first_at.push_back(part.key);
     // The shadow pipeline's delay and warm-up and the micro-batch change the arithmetic; the
-    // tiers, recompute and parking the jobs never do; the head chunk says for itself.
+    // tiers, recompute, parking the jobs and the parameters on disk never do; the head chunk
+    // says for itself.
     bool math = false;
     for (const PlacementPart& part : p.parts) {
       if (part.key != "model.head_chunk") {
-        EXPECT_EQ(part.changes_math, rank_of(part.key) >= 4) << part.key;
+        EXPECT_EQ(part.changes_math, rank_of(part.key) >= 4 && part.key != "runtime.tiers.params.home") << part.key;
       }
       math = math || part.changes_math;
     }
@@ -120,7 +121,7 @@ TEST(Placement, StepsAreTakenInOrderOfCostAndTheResultFitsAndKeepsTheBatch) {
   // shorter delay saves no memory, so the next step is the synchronous refreshes.
   const std::vector<std::string> expected = {"runtime.tiers", "train.activation_recompute", "model.head_chunk",
                                              "runtime.shadow.resident_jobs", "runtime.shadow.sync_steps",
-                                             "train.micro_batch"};
+                                             "train.micro_batch", "runtime.tiers.params.home"};
   EXPECT_EQ(sweep(small()), expected);
 }
 
@@ -128,7 +129,8 @@ TEST(Placement, StepsAreTakenInOrderOfCostAndTheResultFitsAndKeepsTheBatch) {
 // lowered instead.
 TEST(Placement, WithTheJobsKeptInMemoryTheDelayIsLoweredFirst) {
   const std::vector<std::string> expected = {"runtime.tiers", "train.activation_recompute", "model.head_chunk",
-                                             "runtime.shadow.delay", "runtime.shadow.sync_steps", "train.micro_batch"};
+                                             "runtime.shadow.delay", "runtime.shadow.sync_steps", "train.micro_batch",
+                                             "runtime.tiers.params.home"};
   EXPECT_EQ(sweep(small({"runtime.shadow.resident_jobs=0"})), expected);
 }
 
