@@ -14,23 +14,13 @@
 #include <vector>
 
 #include "runtime/shadow_job_buffers.hpp"
+#include "small_soap.hpp"
 
 namespace asteria {
 namespace {
 
-ParamTable table() {
-  ParamTable t;
-  t.add("w", {6, 5}, ParamClass::Matrix);
-  return t;
-}
-
-SecondOrderParams soap() {
-  SecondOrderParams p;
-  p.algorithm = OptimizerKind::Soap;
-  p.precond.precondition_frequency = 4;
-  p.max_preconditioner_dim = 3;   // blocks of 3 x 3, 3 x 2
-  return p;
-}
+ParamTable table() { return testing::small_table(); }
+SecondOrderParams soap() { return testing::small_soap(); }
 
 // A computed job of a rows x cols block (what a finished job's image keeps).
 RefreshJob results(int64_t rows, int64_t cols, double seed) {

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "runtime/shadow.hpp"
 #include "runtime/shadow_job_store.hpp"
+#include "small_soap.hpp"
 
 namespace asteria {
 namespace {
@@ -142,21 +143,11 @@ TEST_F(ShadowJobStoreTest, AFullDiskIsAnErrorNamingTheFile) {
   EXPECT_EQ(store.bytes_parked(), 0u);
 }
 
-ParamTable table() {
-  ParamTable t;
-  t.add("w", {6, 5}, ParamClass::Matrix);
-  return t;
-}
-
 // A pipeline that keeps one job in memory holds its open refreshes as one that keeps them all:
 // restored from a checkpoint (the first parked to make room for the second), they come back
 // whole and save the same fields.
 TEST_F(ShadowJobStoreTest, OpenRefreshesRoundTripThroughTheDisk) {
-  SecondOrderParams p;
-  p.algorithm = OptimizerKind::Soap;
-  p.precond.precondition_frequency = 4;
-  p.max_preconditioner_dim = 3;   // blocks of 3 x 3, 3 x 2
-  SecondOrderOptimizer opt(p, {table()});
+  SecondOrderOptimizer opt(testing::small_soap(), {testing::small_table()});
   ShadowPipeline shadow(opt, {.delay = ShadowDelay{2, 0}, .resident_jobs = 1, .jobs_file = path_});
   std::vector<OpenRefresh> open;
   for (int b = 0; b < 2; ++b) {

@@ -8,23 +8,13 @@
 
 #include "core/error.hpp"
 #include "runtime/shadow.hpp"
+#include "small_soap.hpp"
 
 namespace asteria {
 namespace {
 
-ParamTable table() {
-  ParamTable t;
-  t.add("w", {6, 5}, ParamClass::Matrix);
-  return t;
-}
-
-SecondOrderParams soap() {
-  SecondOrderParams p;
-  p.algorithm = OptimizerKind::Soap;
-  p.precond.precondition_frequency = 4;
-  p.max_preconditioner_dim = 3;   // blocks of 3 x 3, 3 x 2
-  return p;
-}
+ParamTable table() { return testing::small_table(); }
+SecondOrderParams soap() { return testing::small_soap(); }
 
 // A pipeline on the compute lane whose refreshes publish two steps after they open.
 ShadowOptions delayed() {
