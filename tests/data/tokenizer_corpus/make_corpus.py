@@ -43,7 +43,8 @@ DOCS = [
     ("contractions_mixed", "It'S They'Re We'Ve I'M You'Ll He'D 'sTRING 'Tis 'ReAl"),
     ("contractions_curly", "it\u2019s they\u2019re we\u2019ve I\u2019m you\u2019ll he\u2019d "
                            "\u2018quoted\u2019 \u201cdouble\u201d IT\u2019S"),
-    ("contractions_edges", "'s's''s ''' 'x ' s \"'s\" don''t 'S'S 'LL'll"),
+    ("contractions_edges", "'s's''s ''' 'x ' s \"'s\" don''t 'S'S 'LL'll "
+                           "it'\u017f ('\u017f: Unicode case folding makes it 's) 'K 'k"),
     ("vietnamese", "Ti\u1ebfng Vi\u1ec7t c\u00f3 nhi\u1ec1u d\u1ea5u: Ng\u01b0\u1eddi ta "
                    "n\u00f3i r\u1eb1ng h\u1ecdc, h\u1ecfi, ngh\u0129."),
     ("vietnamese_nfd", unicodedata.normalize(
