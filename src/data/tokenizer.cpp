@@ -7,11 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "data/byte_level_bpe.hpp"
 
 namespace asteria {
 
-Tokenizer::Tokenizer(const std::string& model_path)
-    : path_(model_path), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+Tokenizer::Tokenizer(const std::string& model_path) : path_(model_path) {
+  if (is_hf_tokenizer(model_path)) {
+    bpe_ = std::make_unique<ByteLevelBpe>(model_path);
+    eos_id_ = bpe_->eos_id();
+    return;
+  }
+  sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = sp_->Load(model_path);
   if (!status.ok()) fail("cannot load tokenizer ", model_path, ": ", status.ToString());
   eos_id_ = sp_->eos_id();
@@ -24,9 +30,10 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 
-int64_t Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
+int64_t Tokenizer::vocab_size() const { return bpe_ ? bpe_->vocab_size() : sp_->GetPieceSize(); }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
+  if (bpe_) return bpe_->encode(text);
   std::vector<int> ids;
   const auto status = sp_->Encode(text, &ids);
   if (!status.ok()) fail("tokenizer ", path_, ": cannot encode text: ", status.ToString());
@@ -34,6 +41,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
+  if (bpe_) return bpe_->decode(ids);
   std::string text;
   const auto status = sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &text);
   if (!status.ok()) fail("tokenizer ", path_, ": cannot decode ids: ", status.ToString());
@@ -43,7 +51,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
 std::string Tokenizer::piece(int32_t id) const {
   ASTERIA_CHECK(id >= 0 && id < vocab_size(), "tokenizer ", path_, ": id ", id,
                 " is outside the vocabulary of ", vocab_size());
-  return sp_->IdToPiece(id);
+  return bpe_ ? bpe_->piece(id) : sp_->IdToPiece(id);
 }
 
 std::optional<std::string> tokenizer_beside(const std::string& token_file, std::string* found_by) {

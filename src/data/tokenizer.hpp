@@ -1,7 +1,8 @@
 #pragma once
-// A trained SentencePiece model (PREFIX.model written by `asteria-data train-tokenizer`):
-// text <-> token ids. Asteria's models have an end-of-document id (EOS) and no BOS: the encoder
-// appends EOS after every document. Encoding is thread-safe (const); loading errors are
+// A tokenizer: text <-> token ids. Either a trained SentencePiece model (PREFIX.model written by
+// `asteria-data train-tokenizer`) or a Hugging Face byte-level BPE tokenizer.json (a file, or a
+// model's folder holding one: data/byte_level_bpe.hpp). Asteria's token files have an
+// end-of-document id (EOS) and no BOS: the encoder appends EOS after every document. Encoding is thread-safe (const); loading errors are
 // asteria::Error naming the file.
 #include <cstdint>
 #include <memory>
@@ -15,6 +16,8 @@ class SentencePieceProcessor;
 }
 
 namespace asteria {
+
+class ByteLevelBpe;
 
 class Tokenizer {
  public:
@@ -34,7 +37,8 @@ class Tokenizer {
 
  private:
   std::string path_;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;   // or
+  std::unique_ptr<ByteLevelBpe> bpe_;
   int32_t eos_id_ = -1;
 };
 
