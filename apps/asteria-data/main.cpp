@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
       "encode", "tokenize every document (EOS after each) into train.bin and val.bin");
   encode_cmd->add_option("--corpus", en.corpus, "corpus, JSON lines with a \"text\" field")
       ->required();
-  encode_cmd->add_option("--tokenizer", en.tokenizer, "PREFIX.model from train-tokenizer")
+  encode_cmd->add_option("--tokenizer", en.tokenizer, "PREFIX.model from train-tokenizer, or a Hugging Face tokenizer.json (or a model folder holding one)")
       ->required();
   encode_cmd->add_option("--output-dir", en.output_dir, "writes train.bin, val.bin, data.json")
       ->required();
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   inspect_cmd->add_option("--vocab-size", in.vocab_size,
                           "vocabulary size (default: the tokenizer's)")
       ->check(CLI::PositiveNumber);
-  inspect_cmd->add_option("--tokenizer", in.tokenizer, "PREFIX.model: decode and count documents");
+  inspect_cmd->add_option("--tokenizer", in.tokenizer, "PREFIX.model or a Hugging Face tokenizer.json / folder: decode and count documents");
   inspect_cmd->add_option("--dtype", in.dtype, "token width")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "uint16", "uint32"}));

@@ -9,6 +9,7 @@
 #include "hf/hf_config.hpp"
 #include "hf/hf_tensor_map.hpp"
 #include "hf/safetensors.hpp"
+#include "data/sentencepiece_to_hf.hpp"
 #include "tokenizer_export.hpp"
 #include "train/checkpoint/checkpoint_params.hpp"
 
@@ -57,13 +58,20 @@ hf::TokenIds token_ids(const std::optional<TokenizerInfo>& tok) {
 }
 
 void write_folder(const fs::path& dir, const CheckpointParams& ck, hf::HfFamily family, hf::WeightDtype dtype,
-                  const std::optional<TokenizerInfo>& tok, const std::vector<hf::TensorToWrite>& tensors) {
+                  const std::optional<TokenizerInfo>& tok, const std::optional<HfTokenizerFiles>& hf_tok,
+                  const std::vector<hf::TensorToWrite>& tensors) {
   write_text(dir / "config.json", hf::config_json(ck.config.model, family, dtype, token_ids(tok)).dump(2) + "\n");
   hf::write_safetensors((dir / "model.safetensors").string(), tensors, dtype);
   if (tok) {
     std::error_code ec;
     fs::copy_file(tok->path, dir / "tokenizer.model", fs::copy_options::overwrite_existing, ec);
     if (ec) fail("cannot copy tokenizer ", tok->path, " to ", (dir / "tokenizer.model").string(), ": ", ec.message());
+  }
+  // What Hugging Face's AutoTokenizer loads (a fast tokenizer needs tokenizer.json).
+  if (hf_tok) {
+    write_text(dir / "tokenizer.json", hf_tok->tokenizer.dump(2) + "\n");
+    write_text(dir / "tokenizer_config.json", hf_tok->tokenizer_config.dump(2) + "\n");
+    write_text(dir / "special_tokens_map.json", hf_tok->special_tokens_map.dump(2) + "\n");
   }
   write_text(dir / "tokenizer_note.json", tokenizer_note(tok, ck.config.model).dump(2) + "\n");
 }
@@ -78,6 +86,8 @@ ExportSummary run_export(const ExportOptions& opt) {
   const hf::HfFamily family = hf::family_for(ck.config.model, "cannot export");
   const std::optional<TokenizerInfo> tok = locate_tokenizer(ck.config, opt.tokenizer);
   const std::vector<hf::TensorToWrite> tensors = tensors_to_write(ck, family);
+  std::optional<HfTokenizerFiles> hf_tok;
+  if (tok) hf_tok = sentencepiece_to_hf(tok->path, ck.config.model.seq_len);
 
   const fs::path out = fs::absolute(opt.out).lexically_normal();
   const fs::path staging = out.string() + ".tmp." + std::to_string(::getpid());
@@ -87,7 +97,7 @@ ExportSummary run_export(const ExportOptions& opt) {
   if (!fs::create_directory(staging, ec))
     fail("cannot create ", staging.string(), ": ", ec ? ec.message() : "it exists");
   try {
-    write_folder(staging, ck, family, dtype, tok, tensors);
+    write_folder(staging, ck, family, dtype, tok, hf_tok, tensors);
     if (fs::exists(out)) fs::remove(out);   // an empty folder (check_out_is_free)
     fs::rename(staging, out);
   } catch (...) {

@@ -110,7 +110,7 @@ void Muon::step_layer(int layer, float* params, const float* grads, float grad_s
   adamw_->update(layer, params, comp, grads, grad_scale, lr, step);
   if (matrices_[layer].empty()) return;
   float* momentum = momentum_[layer].data();
-  const float mu = static_cast<float>(p_.momentum), one_minus = static_cast<float>(1.0 - p_.momentum);
+  const float one_minus = static_cast<float>(1.0 - p_.momentum);
   const float step_lr = static_cast<float>(lr), decay = static_cast<float>(lr * p_.weight_decay);
   for (const Matrix& m : matrices_[layer]) {
     const size_t n = static_cast<size_t>(m.rows) * m.cols;

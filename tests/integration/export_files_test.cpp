@@ -95,6 +95,13 @@ TEST(Export, TokenizerNextToTrainDataIsCopiedWithItsIds) {
   EXPECT_EQ(read_file_bytes(dir.file("hf/tokenizer.model")),
             read_file_bytes(dir.file("data/tokenizer.model")));
 
+  // And as Hugging Face's files (their encoding is checked in Hugging Face's implementation by
+  // tests/data/sentencepiece_to_hf_test.cpp): the same vocabulary, its end-of-document token.
+  const nlohmann::json hf_tok = read_json(dir.file("hf/tokenizer.json"));
+  EXPECT_EQ(hf_tok["model"]["vocab"].size(), 300u);
+  EXPECT_EQ(read_json(dir.file("hf/tokenizer_config.json"))["eos_token"], "</s>");
+  EXPECT_EQ(read_json(dir.file("hf/special_tokens_map.json"))["eos_token"], "</s>");
+
   const nlohmann::json note = read_json(dir.file("hf/tokenizer_note.json"));
   EXPECT_EQ(note["file"], "tokenizer.model");
   EXPECT_EQ(note["vocab_size"], 300);
