@@ -27,6 +27,15 @@ struct EncodeOptions {
 };
 void encode(const EncodeOptions& opt);
 
+// Hugging Face's tokenizer files for a train-tokenizer model (data/sentencepiece_to_hf.hpp), as
+// asteria-export writes them beside a model.
+struct ExportTokenizerOptions {
+  std::string tokenizer;       // PREFIX.model
+  std::string out;             // the folder
+  int64_t max_length = 2048;   // tokenizer_config.json's model_max_length
+};
+void export_tokenizer(const ExportTokenizerOptions& opt);
+
 struct InspectOptions {
   std::string file;
   int64_t vocab_size = 0;       // 0: the tokenizer's

@@ -3,6 +3,7 @@
 //   asteria-data train-tokenizer --corpus corpus.jsonl --vocab-size 4096 --output tok
 //   asteria-data encode --corpus corpus.jsonl --tokenizer tok.model --output-dir data/
 //   asteria-data inspect data/train.bin --tokenizer tok.model --show 64
+//   asteria-data export-tokenizer --tokenizer tok.model --out hf/   (Hugging Face's files)
 //
 // Exit status: 0 on success, 1 on bad input (the message names the file and the problem),
 // 2 on a bad command line.
@@ -58,6 +59,14 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
 
+  ExportTokenizerOptions ex;
+  auto* export_cmd = app.add_subcommand("export-tokenizer", "write Hugging Face's tokenizer files for a tokenizer.model");
+  export_cmd->add_option("--tokenizer", ex.tokenizer, "PREFIX.model from train-tokenizer")->required()->check(CLI::ExistingFile);
+  export_cmd->add_option("--out", ex.out, "folder for tokenizer.json, tokenizer_config.json, special_tokens_map.json")->required();
+  export_cmd->add_option("--max-length", ex.max_length, "model_max_length (the model's sequence length)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+
   InspectOptions in;
   auto* inspect_cmd = app.add_subcommand("inspect", "validate a token file and show its start");
   inspect_cmd->add_option("file", in.file, "token file (.bin)")->required();
@@ -83,6 +92,7 @@ int main(int argc, char** argv) {
     if (train_cmd->parsed()) train_tokenizer(tt);
     if (encode_cmd->parsed()) encode(en);
     if (inspect_cmd->parsed()) inspect(in);
+    if (export_cmd->parsed()) export_tokenizer(ex);
   } catch (const asteria::Error& e) {
     std::fprintf(stderr, "asteria-data: error: %s\n", e.what());
     return 1;
