@@ -12,17 +12,20 @@
 namespace asteria {
 
 Tokenizer::Tokenizer(const std::string& model_path) : path_(model_path) {
-  if (is_hf_tokenizer(model_path)) {
+  // An exported folder holds both: its tokenizer.model is the original.
+  if (std::filesystem::is_directory(model_path) && std::filesystem::exists(std::filesystem::path(model_path) / "tokenizer.model"))
+    path_ = (std::filesystem::path(model_path) / "tokenizer.model").string();
+  else if (is_hf_tokenizer(model_path)) {
     bpe_ = std::make_unique<ByteLevelBpe>(model_path);
     eos_id_ = bpe_->eos_id();
     return;
   }
   sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp_->Load(model_path);
-  if (!status.ok()) fail("cannot load tokenizer ", model_path, ": ", status.ToString());
+  const auto status = sp_->Load(path_);
+  if (!status.ok()) fail("cannot load tokenizer ", path_, ": ", status.ToString());
   eos_id_ = sp_->eos_id();
   if (eos_id_ < 0)
-    fail("tokenizer ", model_path, " has no end-of-document (EOS) id; train it with "
+    fail("tokenizer ", path_, " has no end-of-document (EOS) id; train it with "
          "`asteria-data train-tokenizer`");
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // A tokenizer: text <-> token ids. Either a trained SentencePiece model (PREFIX.model written by
 // `asteria-data train-tokenizer`) or a Hugging Face byte-level BPE tokenizer.json (a file, or a
-// model's folder holding one: data/byte_level_bpe.hpp). Asteria's token files have an
+// model's folder holding one: data/byte_level_bpe.hpp; a folder asteria-export wrote holds the
+// SentencePiece model too, which is read). Asteria's token files have an
 // end-of-document id (EOS) and no BOS: the encoder appends EOS after every document. Encoding is thread-safe (const); loading errors are
 // asteria::Error naming the file.
 #include <cstdint>

@@ -209,5 +209,28 @@ TEST(AsteriaData, TooFewDocumentsForValidationIsAnError) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("out/train.bin")));
 }
 
+// export-tokenizer writes Hugging Face's three files for a model (their encoding is checked in
+// Hugging Face's implementation by sentencepiece_to_hf_test.cpp), and encode takes them back as
+// --tokenizer only where they are a byte-level BPE: a SentencePiece conversion is refused by name.
+TEST(AsteriaData, ExportTokenizerWritesHuggingFacesFiles) {
+  TempDir dir;
+  write_corpus(dir.file("corpus.jsonl"), sample_documents());
+  ASSERT_EQ(asteria_data(dir, "train-tokenizer --corpus " + dir.file("corpus.jsonl") + " --vocab-size 300 --output " +
+                                  dir.file("tok")).status, 0);
+  ProgramRun r = asteria_data(dir, "export-tokenizer --tokenizer " + dir.file("tok.model") + " --out " + dir.file("hf") +
+                                       " --max-length 512");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir.file(std::string("hf/") + f))) << f;
+  EXPECT_NE(test::read_text(dir.file("hf/tokenizer_config.json")).find("\"model_max_length\": 512"), std::string::npos);
+  r = asteria_data(dir, "encode --corpus " + dir.file("corpus.jsonl") + " --tokenizer " + dir.file("hf") + " --output-dir " +
+                            dir.file("out"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("hf/tokenizer.json"), std::string::npos) << r.err;
+  r = asteria_data(dir, "export-tokenizer --tokenizer " + dir.file("missing.model") + " --out " + dir.file("hf2"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("missing.model"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace asteria
