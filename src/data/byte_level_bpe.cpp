@@ -75,7 +75,7 @@ std::string translate_pattern(const std::string& p, const std::string& where) {
 // A compiled PCRE2 pattern (UTF, Unicode properties; JIT where available).
 class Regex {
  public:
-  Regex(const std::string& pattern, const std::string& where) {
+  Regex(const std::string& pattern, const std::string& where) : where_(where) {
     int err = 0;
     PCRE2_SIZE offset = 0;
     code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(), PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK,
@@ -98,7 +98,13 @@ class Regex {
     size_t at = 0;
     while (at <= s.size()) {
       const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), at, PCRE2_NO_UTF_CHECK, md, nullptr);
-      if (rc < 0) break;
+      if (rc == PCRE2_ERROR_NOMATCH) break;
+      if (rc < 0) {   // a resource limit (the JIT stack, backtracking): never skip text silently
+        pcre2_match_data_free(md);
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(rc, msg, sizeof msg);
+        fail(where_, ": the pattern failed on a text of ", s.size(), " bytes at byte ", at, ": ", reinterpret_cast<char*>(msg));
+      }
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
       if (ov[1] == ov[0]) {   // an empty match: step over one character
         at = ov[1] + 1;
@@ -112,6 +118,7 @@ class Regex {
   }
 
  private:
+  std::string where_;
   pcre2_code* code_ = nullptr;
 };
 

@@ -25,10 +25,7 @@ using test::TempDir;
 
 const std::string kSource = ASTERIA_SOURCE_DIR;
 
-void run(const std::string& cmd) {
-  const std::string quiet = cmd + " > /tmp/asteria-bpe-test.log 2>&1";
-  ASSERT_EQ(std::system(quiet.c_str()), 0) << cmd << " failed; see /tmp/asteria-bpe-test.log";
-}
+void run(const std::string& cmd) { test::run_quietly(cmd, "/tmp/asteria-bpe-test.log"); }
 
 std::vector<std::vector<int32_t>> read_ids(const std::string& path) {
   std::vector<std::vector<int32_t>> out;

@@ -22,10 +22,7 @@ using test::TempDir;
 const std::string kSource = ASTERIA_SOURCE_DIR;
 const std::string kBin = ASTERIA_BIN_DIR;
 
-void run(const std::string& cmd) {
-  const std::string quiet = cmd + " > /tmp/asteria-spm-hf-test.log 2>&1";
-  ASSERT_EQ(std::system(quiet.c_str()), 0) << cmd << " failed; see /tmp/asteria-spm-hf-test.log";
-}
+void run(const std::string& cmd) { test::run_quietly(cmd, "/tmp/asteria-spm-hf-test.log"); }
 
 std::vector<nlohmann::json> read_lines(const std::string& path) {
   std::vector<nlohmann::json> out;

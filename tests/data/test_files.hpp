@@ -88,4 +88,9 @@ struct CountingFile {
   }
 };
 
+// Runs a shell command with its output in `log`; fails the test (naming both) unless it exits 0.
+inline void run_quietly(const std::string& cmd, const std::string& log) {
+  ASSERT_EQ(std::system((cmd + " > " + log + " 2>&1").c_str()), 0) << cmd << " failed; see " << log;
+}
+
 }  // namespace asteria::test
