@@ -23,7 +23,6 @@
 #include "core/timer.hpp"
 #include "data/corpus_jsonl.hpp"
 #include "data/token_file.hpp"
-#include "data/sentencepiece_to_hf.hpp"
 #include "data/token_writer.hpp"
 #include "data/tokenizer.hpp"
 #include "output_files.hpp"
@@ -118,20 +117,6 @@ void encode(const EncodeOptions& opt) {
   std::printf("encoding: %.2f MB/s (%.2f s on %d threads; reading and writing the files not counted)\n",
               static_cast<double>(text_bytes) / 1e6 / encode_s, encode_s, opt.threads);
   std::printf("done in %.1f s on %d threads\n", timer.seconds(), opt.threads);
-}
-
-void export_tokenizer(const ExportTokenizerOptions& opt) {
-  const HfTokenizerFiles f = sentencepiece_to_hf(opt.tokenizer, opt.max_length);
-  std::error_code ec;
-  std::filesystem::create_directories(opt.out, ec);
-  if (ec) fail("cannot create output folder ", opt.out, ": ", ec.message());
-  const std::filesystem::path out(opt.out);
-  write_file_atomically((out / "tokenizer.json").string(), f.tokenizer.dump(2) + "\n");
-  write_file_atomically((out / "tokenizer_config.json").string(), f.tokenizer_config.dump(2) + "\n");
-  write_file_atomically((out / "special_tokens_map.json").string(), f.special_tokens_map.dump(2) + "\n");
-  std::printf("wrote %s/{tokenizer.json, tokenizer_config.json, special_tokens_map.json}: %s as Hugging Face's "
-              "tokenizer (AutoTokenizer.from_pretrained loads the folder)\n",
-              opt.out.c_str(), opt.tokenizer.c_str());
 }
 
 }  // namespace asteria::data_cli

@@ -68,11 +68,7 @@ void write_folder(const fs::path& dir, const CheckpointParams& ck, hf::HfFamily 
     if (ec) fail("cannot copy tokenizer ", tok->path, " to ", (dir / "tokenizer.model").string(), ": ", ec.message());
   }
   // What Hugging Face's AutoTokenizer loads (a fast tokenizer needs tokenizer.json).
-  if (hf_tok) {
-    write_text(dir / "tokenizer.json", hf_tok->tokenizer.dump(2) + "\n");
-    write_text(dir / "tokenizer_config.json", hf_tok->tokenizer_config.dump(2) + "\n");
-    write_text(dir / "special_tokens_map.json", hf_tok->special_tokens_map.dump(2) + "\n");
-  }
+  if (hf_tok) write_hf_tokenizer_files(*hf_tok, dir.string());
   write_text(dir / "tokenizer_note.json", tokenizer_note(tok, ck.config.model).dump(2) + "\n");
 }
 

@@ -214,6 +214,7 @@ struct ByteLevelBpe::Impl {
   std::vector<char> special;                      // by id
   std::vector<char> added;                        // by id
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;   // (left, right) -> (rank, merged id)
+  std::vector<std::string> byte_chars = byte_characters();   // by byte
   int32_t byte_id[256] = {};
   std::unordered_map<uint32_t, uint8_t> byte_of_char;   // decoding
   std::vector<AddedToken> added_tokens;
@@ -246,7 +247,7 @@ void ByteLevelBpe::Impl::read_model(const json& m) {
     if (id.get<int32_t>() >= static_cast<int32_t>(token_of.size())) token_of.resize(id.get<size_t>() + 1);
     token_of[id.get<size_t>()] = token;
   }
-  const std::vector<std::string> chars = byte_characters();
+  const std::vector<std::string>& chars = byte_chars;
   for (int b = 0; b < 256; ++b) {
     const auto it = vocab.find(chars[b]);
     if (it == vocab.end()) fail(where, ": the vocabulary lacks byte ", b, "'s character: not a byte-level BPE");
@@ -303,9 +304,8 @@ void ByteLevelBpe::Impl::read_pre_tokenizer(const json& p) {
 // One pre-tokenized word's ids: BPE over its bytes, the lowest-ranked pair first (leftmost on ties).
 void ByteLevelBpe::Impl::add_word(std::string_view word, std::vector<int32_t>& ids) const {
   if (ignore_merges) {
-    static const std::vector<std::string> chars = byte_characters();
     std::string mapped;
-    for (unsigned char b : word) mapped += chars[b];
+    for (unsigned char b : word) mapped += byte_chars[b];
     if (const auto it = vocab.find(mapped); it != vocab.end()) return ids.push_back(it->second);
   }
   const int n = static_cast<int>(word.size());

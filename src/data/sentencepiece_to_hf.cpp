@@ -3,6 +3,8 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -103,6 +105,16 @@ HfTokenizerFiles sentencepiece_to_hf(const std::string& model_path, int64_t mode
                         {"clean_up_tokenization_spaces", false},
                         {"model_max_length", model_max_length}};
   return f;
+}
+
+void write_hf_tokenizer_files(const HfTokenizerFiles& files, const std::string& dir) {
+  for (const auto& [name, json] : {std::pair{"tokenizer.json", &files.tokenizer}, std::pair{"tokenizer_config.json", &files.tokenizer_config},
+                                   std::pair{"special_tokens_map.json", &files.special_tokens_map}}) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    std::ofstream out(path);
+    out << json->dump(2) << "\n";
+    if (!out.flush()) fail("cannot write ", path);
+  }
 }
 
 }  // namespace asteria

@@ -25,4 +25,7 @@ struct HfTokenizerFiles {
 // file) a model that is not such a BPE model.
 HfTokenizerFiles sentencepiece_to_hf(const std::string& model_path, int64_t model_max_length);
 
+// Writes the three files into the folder `dir` (which must exist); a write error names the file.
+void write_hf_tokenizer_files(const HfTokenizerFiles& files, const std::string& dir);
+
 }  // namespace asteria

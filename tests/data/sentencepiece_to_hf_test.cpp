@@ -40,9 +40,7 @@ TEST(SentencePieceToHf, HuggingFaceEncodesAndDecodesAsSentencePiece) {
       dir.file("spm"));
   const HfTokenizerFiles files = sentencepiece_to_hf(dir.file("spm.model"), 2048);
   std::filesystem::create_directories(folder);
-  std::ofstream(folder + "/tokenizer.json") << files.tokenizer.dump(2);
-  std::ofstream(folder + "/tokenizer_config.json") << files.tokenizer_config.dump(2);
-  std::ofstream(folder + "/special_tokens_map.json") << files.special_tokens_map.dump(2);
+  write_hf_tokenizer_files(files, folder);
   run("node " + kSource + "/scripts/hf_tokenizers/encode.mjs " + folder + " " + corpus + "/corpus.jsonl " + dir.file("ids") +
       " --decode");
 
