@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <queue>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -308,27 +307,35 @@ void ByteLevelBpe::Impl::add_word(std::string_view word, std::vector<int32_t>& i
     for (unsigned char b : word) mapped += byte_chars[b];
     if (const auto it = vocab.find(mapped); it != vocab.end()) return ids.push_back(it->second);
   }
+  struct Candidate {
+    int32_t rank, pos, left, right;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  // Each thread's buffers, reused word after word (encoding allocates nothing per word).
+  thread_local std::vector<int32_t> id, next, prev;
+  thread_local std::vector<Candidate> heap;   // a min-heap by (rank, pos)
   const int n = static_cast<int>(word.size());
-  std::vector<int32_t> id(n), next(n), prev(n);
+  id.resize(n);
+  next.resize(n);
+  prev.resize(n);
+  heap.clear();
   for (int i = 0; i < n; ++i) {
     id[i] = byte_id[static_cast<unsigned char>(word[i])];
     next[i] = i + 1 < n ? i + 1 : -1;
     prev[i] = i - 1;
   }
-  struct Candidate {
-    int32_t rank, pos, left, right;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   auto consider = [&](int i) {
     if (i < 0 || next[i] < 0) return;
-    if (const auto it = merges.find(pair_key(id[i], id[next[i]])); it != merges.end())
-      heap.push({it->second.first, i, id[i], id[next[i]]});
+    if (const auto it = merges.find(pair_key(id[i], id[next[i]])); it != merges.end()) {
+      heap.push_back({it->second.first, i, id[i], id[next[i]]});
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    }
   };
   for (int i = 0; i + 1 < n; ++i) consider(i);
   while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const Candidate c = heap.back();
+    heap.pop_back();
     const int j = next[c.pos];
     if (id[c.pos] != c.left || j < 0 || id[j] != c.right) continue;   // stale
     id[c.pos] = merges.at(pair_key(c.left, c.right)).second;
