@@ -1,4 +1,4 @@
-// bench_sgemm: OpenBLAS sgemm GFLOP/s at the GEMM shapes of one bench-small training step
+// bench_sgemm: the CPU backend's GEMM GFLOP/s at the GEMM shapes of one bench-small training step
 // (d 256, 4 layers, 4 heads of 64, seq 256, micro-batch 8, SwiGLU hidden 1024, vocab 4096,
 // untied head), in the forms the model uses (src/model/ops/linear.cpp, attention.cpp):
 //
@@ -21,7 +21,11 @@
 // (a shared machine is noisy); the best sample is reported beside them. Output: one JSON object
 // on stdout.
 //
-// Usage: bench_sgemm [--min-time SECONDS] [--repeats N]
+// --gemm openblas | onednn | auto (runtime.gemm's routing of every fp32 call; default auto) or
+// bf16: the linear shapes on oneDNN's bf16 kernels (operands packed to bf16 beforehand, as the
+// model's weight copy is; attention stays fp32, as in the model).
+//
+// Usage: bench_sgemm [--min-time SECONDS] [--repeats N] [--gemm openblas|onednn|auto|bf16]
 #include <cblas.h>
 #include <dlfcn.h>
 #include <omp.h>
@@ -40,7 +44,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cpu/blas_kernels.hpp"
+#include "core/bf16.hpp"
 #include "core/cpu/gemm.hpp"
+#include "core/cpu/gemm_routing.hpp"
 
 namespace {
 
@@ -119,19 +125,45 @@ int main(int argc, char** argv) {
   if (const std::string line = asteria::ensure_blas_kernels(argv, true); !line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   double min_time = 0.15;
   int repeats = 5;
+  std::string gemm = "auto";
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--min-time" && i + 1 < argc) min_time = std::atof(argv[++i]);
     else if (a == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
+    else if (a == "--gemm" && i + 1 < argc) gemm = argv[++i];
     else {
-      std::cerr << "usage: bench_sgemm [--min-time SECONDS] [--repeats N]\n";
+      std::cerr << "usage: bench_sgemm [--min-time SECONDS] [--repeats N] [--gemm openblas|onednn|auto|bf16]\n";
       return 2;
     }
+  }
+  const bool bf16 = gemm == "bf16";
+  if (gemm == "openblas") asteria::set_gemm_choice(asteria::GemmChoice::OpenBlas);
+  else if (gemm == "onednn") asteria::set_gemm_choice(asteria::GemmChoice::OneDnn);
+  else if (gemm == "auto" || bf16) asteria::set_gemm_choice(asteria::GemmChoice::Auto);
+  else {
+    std::cerr << "bench_sgemm: --gemm must be openblas, onednn, auto or bf16\n";
+    return 2;
+  }
+  if (bf16 && !asteria::cpu::bf16_gemm_available()) {
+    std::cerr << "bench_sgemm: no oneDNN bf16 kernels on this CPU\n";
+    return 3;
   }
 
   // Buffers big enough for every linear shape.
   const size_t big = static_cast<size_t>(M) * std::max({3 * C, 2 * F, V});
   std::vector<float> A = random_buffer(big, 1), Bm = random_buffer(big, 2), Cm(big, 0.f);
+  std::vector<uint16_t> A16(big), B16(big);
+  for (size_t i = 0; i < big; i++) {
+    A16[i] = asteria::to_bf16(A[i]).bits;
+    B16[i] = asteria::to_bf16(Bm[i]).bits;
+  }
+  // One linear GEMM in the bench's precision.
+  auto lin_gemm = [&](bool ta, bool tb, int m, int n, int k, int lda, int ldb, float beta, int ldc) {
+    if (bf16)
+      asteria::cpu::gemm_bf16(ta, tb, m, n, k, 1.f, A16.data(), lda, B16.data(), ldb, beta, Cm.data(), ldc);
+    else
+      asteria::cpu::gemm(ta, tb, m, n, k, 1.f, A.data(), lda, Bm.data(), ldb, beta, Cm.data(), ldc);
+  };
 
   struct Lin {
     const char* name;
@@ -148,22 +180,13 @@ int main(int argc, char** argv) {
   for (const Lin& l : lins) {
     // forward: Y[M,out] = X[M,in] W[out,in]^T
     results.push_back({l.name, "fwd NT (Y = X W^T)", M, l.out, l.in, 1, double(l.per_step), 0});
-    cases.push_back({[&, l] {
-      asteria::cpu::gemm(false, true, M, l.out, l.in, 1.f, A.data(), l.in, Bm.data(), l.in, 0.f,
-                         Cm.data(), l.out);
-    }, {}});
+    cases.push_back({[&, l] { lin_gemm(false, true, M, l.out, l.in, l.in, l.in, 0.f, l.out); }, {}});
     // backward dX[M,in] = dY[M,out] W[out,in]
     results.push_back({l.name, "bwd dX NN (dX = dY W)", M, l.in, l.out, 1, double(l.per_step), 0});
-    cases.push_back({[&, l] {
-      asteria::cpu::gemm(false, false, M, l.in, l.out, 1.f, A.data(), l.out, Bm.data(), l.in, 0.f,
-                         Cm.data(), l.in);
-    }, {}});
+    cases.push_back({[&, l] { lin_gemm(false, false, M, l.in, l.out, l.out, l.in, 0.f, l.in); }, {}});
     // backward dW[out,in] += dY^T[out,M] X[M,in]
     results.push_back({l.name, "bwd dW TN (dW += dY^T X)", l.out, l.in, M, 1, double(l.per_step), 0});
-    cases.push_back({[&, l] {
-      asteria::cpu::gemm(true, false, l.out, l.in, M, 1.f, A.data(), l.out, Bm.data(), l.in, 1.f,
-                         Cm.data(), l.in);
-    }, {}});
+    cases.push_back({[&, l] { lin_gemm(true, false, l.out, l.in, M, l.out, l.in, 1.f, l.in); }, {}});
   }
   const size_t n_lin_cases = cases.size();
 
@@ -278,6 +301,8 @@ int main(int argc, char** argv) {
       {"openblas_config", openblas_get_config()},
       {"openblas_corename", openblas_get_corename()},
       {"blas", asteria::blas_report()},
+      {"gemm", asteria::gemm_report()},
+      {"gemm_setting", gemm},
       {"openblas_threads", openblas_get_num_threads()},
       {"omp_max_threads", omp_get_max_threads()},
       {"OMP_NUM_THREADS", omp_env ? omp_env : "(unset)"},

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # links, packet loss).
 PACKAGES=(build-essential cmake pkg-config git
   libopenblas-openmp-dev liblapacke-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
-  libhdf5-dev hdf5-tools libxxhash-dev libgtest-dev libgmock-dev libsentencepiece-dev sentencepiece libpcre2-dev libutf8proc-dev libopenmpi-dev openmpi-bin
+  libhdf5-dev hdf5-tools libxxhash-dev libgtest-dev libgmock-dev libsentencepiece-dev sentencepiece libpcre2-dev libutf8proc-dev libdnnl-dev libopenmpi-dev openmpi-bin
   slurm-wlm munge libpmix-dev iproute2 nftables util-linux
   python3-matplotlib python3-numpy bible-kjv ${ASTERIA_EXTRA_PACKAGES:-})
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/cpu/gemm_routing.hpp"
 #include "data/token_file.hpp"
 #include "fsdp/fsdp_mode.hpp"
 #include "model/activation_recompute.hpp"
@@ -174,6 +175,8 @@ struct RuntimeConfig {
   // override); manual: as the config says.
   PlacementMode placement = PlacementMode::Auto;
   BlasKernels blas = BlasKernels::Auto;
+  // Which library runs the CPU backend's GEMMs (core/cpu/gemm_routing.hpp).
+  GemmChoice gemm = GemmChoice::Auto;
 };
 
 // A byte size as written in the config ("64MiB", "1.5GiB", "1000000", "unlimited" =

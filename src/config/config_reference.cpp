@@ -141,6 +141,11 @@ const std::map<std::string, std::string> kMeanings = {
     {"runtime.blas",
      "auto: a generic BLAS fallback is switched to the best kernels the CPU supports (after a self-check); "
      "as-is: the library's choice"},
+    {"runtime.gemm",
+     "the CPU backend's GEMMs: auto = oneDNN where its kernels are the faster (all fp32 GEMMs where it runs AVX-512; on "
+     "AVX2 all but transposed-A products over K >= 1024; none without AVX2 or if its self-check fails), OpenBLAS for "
+     "the rest and for LAPACK; with runtime.precision bf16, oneDNN's bf16 kernels where the CPU has AVX512-BF16 "
+     "(else fp32 GEMMs on bf16-rounded operands); openblas | onednn: every fp32 GEMM by that library"},
     {"runtime.memory_limit",
      "memory a process may hold; auto = the smallest of MemAvailable, the cgroup's room (v2 or v1) shared by the machine's ranks, and RLIMIT_AS; a run "
      "estimated above it is refused before it allocates"},

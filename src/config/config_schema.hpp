@@ -234,6 +234,7 @@ void visit(V& v, RuntimeConfig& r) {
   v.section("tiers", r.tiers);
   v.section("coherence", r.coherence);
   v.choice("blas", r.blas, named({BlasKernels::Auto, BlasKernels::AsIs}), kFree, kQuoted);
+  v.choice("gemm", r.gemm, named({GemmChoice::Auto, GemmChoice::OpenBlas, GemmChoice::OneDnn}), kFree, kQuoted);
   v.field("memory_limit", r.memory_limit, [](const std::string& s) {
     return s == "auto" || byte_size()(s).empty() ? std::string() : std::string("must be auto, a byte size or unlimited");
   }, kFree);

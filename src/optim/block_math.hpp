@@ -1,5 +1,7 @@
 #pragma once
 // Small dense helpers of the block preconditioners (fp32 state, row-major, contiguous).
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

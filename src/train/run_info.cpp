@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cpu/blas_kernels.hpp"
+#include "core/cpu/gemm_routing.hpp"
 #include "optim/optimizer_description.hpp"
 #include "train/checkpoint/checkpoint_store.hpp"
 #include "train/estimates/flops.hpp"
@@ -38,6 +39,7 @@ RunRates start_run_dir(const TrainingRun& run) {
                          {"precision", to_string(cfg.runtime.precision)},
                          {"threads", threads},
                          {"blas", blas_report()},
+                         {"gemm", gemm_report()},
                          {"tokens_per_step", r.tokens_per_step},
                          {"ranks", run.world}};
   // This rank's share of the optimizer's GEMMs (a sharded rank's tensors; with replicas, all).

@@ -6,6 +6,7 @@
 #include "comm/nccl_communicator.hpp"
 #include "core/backend.hpp"
 #include "core/cpu/blas_kernels.hpp"
+#include "core/cpu/gemm_routing.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "optim/optimizer_factory.hpp"
@@ -31,6 +32,7 @@ TrainingRun::TrainingRun(const Config& c, Communicator* world_comm, MemoryWatch 
     pretrained = std::make_unique<hf::HfWeights>(cfg.model.init_from, cfg.model);
   check_machine_memory();
   set_compute_threads(cfg.runtime.threads);
+  set_gemm_choice(cfg.runtime.gemm);
   open_data();
   build_model_and_optimizer(std::move(pretrained));
   build_runtime();

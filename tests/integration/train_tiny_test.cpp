@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/cpu/gemm_routing.hpp"
 #include "core/error.hpp"
 #include "trainer_runs.hpp"
 #include "config/config.hpp"
@@ -141,6 +142,30 @@ TEST(TrainTiny, Bf16TrainsLikeFp32) {
   EXPECT_NEAR(r[1].final_loss, r[0].final_loss, 0.02 * r[0].final_loss);
   EXPECT_NEAR(r[1].final_eval_loss, r[0].final_eval_loss, 0.02 * r[0].final_eval_loss);
   EXPECT_NE(r[1].final_loss, r[0].final_loss);
+}
+
+// runtime.gemm: the same 20 steps with every fp32 GEMM on OpenBLAS, on oneDNN, and routed by
+// auto (the default) train the same losses within fp32 rounding (the libraries sum in different
+// orders; 20 steps of AdamW and of SOAP, whose rotations and factor updates go through the same
+// GEMMs, magnify that to about 1e-5 of the loss here), and oneDNN's bits repeat.
+TEST(TrainTiny, GemmLibrariesTrainTheSameLosses) {
+  TempDir dir("train-gemm");
+  make_data(dir);
+  for (const char* optimizer : {"adamw", "soap"}) {
+    std::vector<std::vector<double>> runs;
+    for (const char* gemm : {"openblas", "onednn", "auto", "onednn"}) {
+      Trainer t(tiny_config(dir, {"train.steps=20", std::string("optim.name=") + optimizer,
+                                  std::string("runtime.gemm=") + gemm}));
+      t.run();
+      runs.push_back(asteria::testing::losses(dir.file("run")));
+      ASSERT_EQ(runs.back().size(), 20u) << gemm;
+    }
+    set_gemm_choice(GemmChoice::Auto);
+    for (size_t r = 1; r < 3; r++)
+      for (size_t i = 0; i < 20; i++)
+        EXPECT_NEAR(runs[r][i], runs[0][i], 2e-4 * runs[0][i]) << optimizer << " run " << r << " step " << i + 1;
+    EXPECT_EQ(runs[3], runs[1]) << optimizer << ": oneDNN's losses not the same bits twice";
+  }
 }
 
 TEST(TrainTiny, BadDataIsRefusedBeforeAnythingIsWritten) {

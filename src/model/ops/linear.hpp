@@ -1,6 +1,6 @@
 #pragma once
 // Linear layer without bias, PyTorch convention: weight is [out, in] and y = x W^T.
-// Both directions are single GEMMs over all N rows, so OpenBLAS threads them.
+// Both directions are single GEMMs over all N rows, threaded by the GEMM library.
 #include <cstdint>
 
 namespace asteria::ops {
@@ -20,9 +20,11 @@ void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* 
 // rounded to bf16 and the products accumulate in fp32 into the fp32 out / dinp / dweight, as
 // autocast does. weight_bf16: the weight's bf16 values made beforehand (the model's copy, made
 // once per step), or null: the weight is rounded here; the same values either way. On the CPU
-// the rounded operands are fp32 values in the calling thread's workspace (grown once, then
-// reused; a copy is widened there) and the GEMM is OpenBLAS's sgemm: a product of two bf16
-// values is exact in fp32, so only the order of the fp32 sums differs from the GPU's.
+// the operands are packed to bf16 in the calling thread's workspace (grown once, then reused; a
+// copy is read in place) and multiplied by oneDNN's bf16 kernels (core/cpu/gemm.hpp
+// gemm_bf16) where the CPU has AVX512-BF16; elsewhere they are rounded to fp32 values and the
+// GEMM is the fp32 one: a product of two bf16 values is exact in fp32, so the two, and the
+// GPU's, differ only in the order of the fp32 sums.
 void linear_forward_bf16(float* out, const float* inp, const float* weight, const uint16_t* weight_bf16, int N, int IC,
                          int OC, bool accumulate);
 void linear_backward_bf16(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,

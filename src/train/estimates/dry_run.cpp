@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/cpu/blas_kernels.hpp"
+#include "core/cpu/gemm_routing.hpp"
 #include "core/backend.hpp"
 #include "core/memory_limits.hpp"
 
@@ -390,7 +391,12 @@ void cpu_section(std::ostream& os, const Config& cfg) {
      << "kernels:      OpenBLAS " << b["openblas_corename"].get<std::string>() << " (best for this CPU: "
      << (b["cpu_best_kernels"].get<std::string>().empty() ? "none known" : b["cpu_best_kernels"].get<std::string>())
      << "; OPENBLAS_CORETYPE " << b["openblas_coretype_env"].get<std::string>() << "; runtime.blas " << to_string(cfg.runtime.blas)
-     << ")\n\n";
+     << ")\n";
+  set_gemm_choice(cfg.runtime.gemm);
+  const nlohmann::json g = gemm_report();
+  os << "gemm:         fp32 " << g["fp32"].get<std::string>() << "; bf16 " << g["bf16"].get<std::string>() << " (oneDNN "
+     << g["onednn"].get<std::string>() << ", " << g["onednn_isa"].get<std::string>() << " kernels; runtime.gemm "
+     << g["setting"].get<std::string>() << ")\n\n";
 }
 
 }  // namespace
