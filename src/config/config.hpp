@@ -213,7 +213,7 @@ struct CheckpointConfig {
 struct RunConfig {
   std::string dir = "runs/default";
   int64_t log_every = 0;        // progress lines when stdout is not a terminal; 0 = ~20 per run
-  double peak_flops = 0;        // for MFU; 0 = from the CPU (cores x GHz x 32 fp32 FMA FLOP/cycle)
+  double peak_flops = 0;        // for MFU; 0 = from the CPU (train/estimates/flops.hpp)
   bool overwrite = false;       // a run.dir that already holds metrics is refused unless true
 };
 

@@ -177,7 +177,7 @@ const std::map<std::string, std::string> kMeanings = {
     // run
     {"run.dir", "output directory of the run (metrics, checkpoints, the resolved config)"},
     {"run.log_every", "steps between progress lines when stdout is not a terminal; 0 = about 20 per run"},
-    {"run.peak_flops", "peak FLOP/s for MFU; 0 = from the CPU (cores x GHz x 32 fp32 FMA FLOP/cycle)"},
+    {"run.peak_flops", "peak FLOP/s for MFU; 0 = from the CPU (cores x GHz x 32 fp32 FMA FLOP/cycle, 64 with full-width AVX-512)"},
     {"run.overwrite", "a run.dir that already holds metrics.jsonl is refused unless true"},
 };
 const std::map<std::string, std::string>& meanings() { return kMeanings; }

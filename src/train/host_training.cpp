@@ -28,7 +28,8 @@ HostTraining::HostTraining(Model<float>& model, Optimizer& optimizer, Sharding& 
 }
 
 PeakFlops HostTraining::peak_flops(int threads) const {
-  return {cpu_peak_flops(threads), "threads x cpu MHz x 32 fp32 FLOP/cycle (AVX2 FMA)"};
+  return {cpu_peak_flops(threads), "threads x cpu MHz x " + std::to_string(cpu_fma_flops_per_cycle()) +
+                                       " fp32 FLOP/cycle (two FMA units of the CPU's width)"};
 }
 
 void HostTraining::init(uint64_t seed) {

@@ -50,7 +50,7 @@ class HostTraining final : public TrainingTarget {
   std::vector<float> params(int l);
 
   std::string name() const override { return "cpu"; }
-  // threads x the CPU's MHz x 32 fp32 FLOP per cycle (train/estimates/flops.hpp).
+  // threads x the CPU's MHz x its fp32 FMA FLOP per cycle (train/estimates/flops.hpp).
   PeakFlops peak_flops(int threads) const override;
   Backend& backend() override { return *backend_; }
   Optimizer& stepping_optimizer() override { return optimizer_; }

@@ -69,7 +69,8 @@ TEST(Decoder, LogitsOfEveryPrefixMatchTheTrainingForward) {
       const std::vector<float>& got = d.forward(&tokens[n - 1], 1);
       ASSERT_EQ(got.size(), static_cast<size_t>(cfg.embedding_size));   // every row, padding too
       const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + n);
-      EXPECT_LT(relative_difference(got, testing::full_forward_last_logits(model, prefix)), 2e-6) << v.name << " n " << n;
+      // fp32 against fp64: a few 1e-6 of the largest logit, by the GEMM library's summation order.
+      EXPECT_LT(relative_difference(got, testing::full_forward_last_logits(model, prefix)), 1e-5) << v.name << " n " << n;
     }
     EXPECT_EQ(d.position(), cfg.seq_len);
   }

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/cpu/blas_kernels.hpp"
 #include "model/model.hpp"
 
 namespace asteria {
@@ -30,6 +31,12 @@ const char* training_flops_formula() {
   return "6 * (params outside the input embedding, LM head counted once) + 12 * n_layers * d_model * seq_len";
 }
 
+int cpu_fma_flops_per_cycle() {
+  const CpuFeatures cpu = detect_cpu();
+  const bool half_width_avx512 = cpu.vendor == "amd" && cpu.family == 25;   // Zen 4
+  return cpu.avx512 && !half_width_avx512 ? 64 : 32;
+}
+
 double cpu_peak_flops(int threads) {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -38,7 +45,7 @@ double cpu_peak_flops(int threads) {
       auto colon = line.find(':');
       if (colon == std::string::npos) break;
       double mhz = std::stod(line.substr(colon + 1));
-      return threads * mhz * 1e6 * 32.0;
+      return threads * mhz * 1e6 * cpu_fma_flops_per_cycle();
     }
   }
   return 0.0;

@@ -22,8 +22,12 @@ struct ParamCounts {
 };
 ParamCounts count_params(const ModelConfig& m);
 
-// Peak FLOP/s of this CPU for MFU: threads x clock x 32 fp32 FLOP/cycle (two 8-wide AVX2 FMA
-// units). The clock comes from /proc/cpuinfo; 0 when it cannot be read.
+// fp32 FLOP per cycle and core of the CPU's FMA units: 64 with full-width AVX-512 (two 16-wide
+// FMA units: Intel's AVX-512 cores, AMD Zen 5), else 32 (two 8-wide units: AVX2, and Zen 4,
+// which runs AVX-512 as two 256-bit halves). bench/bench_fma_peak measures it.
+int cpu_fma_flops_per_cycle();
+// Peak FLOP/s of this CPU for MFU: threads x clock x cpu_fma_flops_per_cycle(). The clock comes
+// from /proc/cpuinfo; 0 when it cannot be read.
 double cpu_peak_flops(int threads);
 
 }  // namespace asteria
