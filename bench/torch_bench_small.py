@@ -10,9 +10,14 @@ None), forward, backward, global-norm clip 1.0, AdamW (lr 2e-3, betas 0.9/0.95, 
 weight decay 0.1 on block matrices only, as configs/bench-small-adamw.yaml: decay_embeddings
 false). Token batches are random (throughput only). No LR schedule (it costs nothing).
 
+--precision bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16): PyTorch's
+own mixed precision, whose linear layers and bmm go to its oneDNN (MKL-DNN 2.6) bf16 matmul on a
+CPU with AVX512-BF16 (fp32 master weights, AdamW and clipping in fp32); fp32 (the default) runs
+its GEMMs on the BLAS torch loads (OpenBLAS here: 1.13's fp32 addmm has no oneDNN path).
+
 Run with /usr/bin/python3 (Debian's torch 1.13). Usage:
 
-  torch_bench_small.py [--threads N] [--steps N] [--warmup N]
+  torch_bench_small.py [--threads N] [--steps N] [--warmup N] [--precision fp32|bf16]
                        [--variant NAME ...]        in-process variants, run step-interleaved
   variants: <attn>-<optim>-<clip> with attn in {maskfill, baddbmm, sdpa}, optim in
   {foreach, forloop}, clip in {foreach, torch}; default: the best one found on this machine.
@@ -133,8 +138,9 @@ def clip_foreach(grads, max_norm):
 
 
 class Runner:
-    def __init__(self, variant):
+    def __init__(self, variant, bf16):
         self.variant = variant
+        self.bf16 = bf16
         attn, optim, clip = variant.split("-")
         assert attn in ("maskfill", "baddbmm", "sdpa") and optim in ("foreach", "forloop")
         assert clip in ("foreach", "torch")
@@ -155,7 +161,8 @@ class Runner:
         inputs, targets = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
         t0 = time.perf_counter()
         self.opt.zero_grad(set_to_none=True)
-        loss = self.model(inputs, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            loss = self.model(inputs, targets)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -198,10 +205,11 @@ def main():
     ap.add_argument("--steps", type=int, default=12, help="measured steps per variant")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--variant", nargs="*", default=[DEFAULT_VARIANT])
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--tag", default="", help="free text copied into the JSON (the driver's setup)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    runners = [Runner(v) for v in a.variant]
+    runners = [Runner(v, a.precision == "bf16") for v in a.variant]
     n_params = sum(p.numel() for p in runners[0].model.parameters())
     if n_params != expected_param_count():
         raise SystemExit(f"parameter count {n_params} != asteria bench-small {expected_param_count()}")
@@ -214,7 +222,7 @@ def main():
         t = r.times[a.warmup:]
         med = [statistics.median(x[j] for x in t) for j in range(4)]
         print(json.dumps({
-            "bench": "torch", "variant": r.variant, "tag": a.tag,
+            "bench": "torch", "variant": r.variant, "precision": a.precision, "tag": a.tag,
             "tokens_per_s": B * T / med[0],
             "tokens_per_s_best": B * T / min(x[0] for x in t),
             "step_time_s": med[0], "fwd_s": med[1], "bwd_s": med[2], "optim_s": med[3],
@@ -227,6 +235,9 @@ def main():
             "LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", ""),
             "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
             "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE", "(unset)"),
+            "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", "(unset)"),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "",
+            "mkldnn_bf16_matmul": bool(torch.backends.mkldnn.is_available() and a.precision == "bf16"),
         }), flush=True)
 
 
