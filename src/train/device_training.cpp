@@ -199,6 +199,9 @@ class CudaTraining final : public TrainingTarget {
   Optimizer& stepping_optimizer() override { return second_order_ ? *second_order_ : host_opt_; }
 
   std::optional<double> energy_j() const override { return energy_.joules(); }
+  std::string energy_source() const override {
+    return energy_.available() ? "NVML: the GPU's energy counter" : "no GPU energy counter: " + energy_.why_not();
+  }
 
  private:
   std::unique_ptr<Backend> backend_;   // first: opening it is what fails without a device

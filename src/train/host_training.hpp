@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/cpu/rapl_energy.hpp"
 #include "fsdp/layer_slots.hpp"
 #include "fsdp/sharding.hpp"
 #include "model/model.hpp"
@@ -66,6 +67,10 @@ class HostTraining final : public TrainingTarget {
   void optim_step(int l, BlockRange blocks, float clip_scale, double lr, int64_t step) override;
   double eval_loss(const int32_t* inputs, const int32_t* targets) override;
   void record_metrics(StepMetrics& metrics) override;
+  std::optional<double> energy_j() const override { return energy_.joules(); }
+  std::string energy_source() const override {
+    return energy_.available() ? "RAPL: the CPU packages' energy counters (every process on them)" : energy_.why_not();
+  }
 
  private:
   Model<float>& model_;
@@ -80,6 +85,7 @@ class HostTraining final : public TrainingTarget {
   // Parameters on the disk tier (null: in memory), and the executor whose times the metrics read.
   std::unique_ptr<OffloadedLayers> offloaded_;
   const Executor* executor_ = nullptr;
+  RaplEnergy energy_;
 };
 
 }  // namespace asteria

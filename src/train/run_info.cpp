@@ -40,6 +40,7 @@ RunRates start_run_dir(const TrainingRun& run) {
                          {"threads", threads},
                          {"blas", blas_report()},
                          {"gemm", gemm_report()},
+                         {"energy", run.target->energy_source()},
                          {"tokens_per_step", r.tokens_per_step},
                          {"ranks", run.world}};
   // This rank's share of the optimizer's GEMMs (a sharded rank's tensors; with replicas, all).

@@ -195,7 +195,7 @@ TrainResult StepLoop::run() {
     }
     record_step(metrics, loss, step_s_, rates, elapsed0 + wall.seconds());
     if (const std::optional<double> energy1 = r_.target->energy_j(); energy0 && energy1) {
-      metrics.local("energy_j", *energy1 - *energy0);   // the GPU's, over the step (NVML)
+      metrics.local("energy_j", *energy1 - *energy0);   // the target's counter over the step (NVML, RAPL)
       energy_j_total += *energy1 - *energy0;
       metrics.local("energy_j_total", energy_j_total);
     }

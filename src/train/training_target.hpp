@@ -72,8 +72,11 @@ class TrainingTarget {
   virtual void download_params() {}
   virtual void download() {}
 
-  // Energy used since the device's driver loaded (NVML), when there is such a counter.
+  // Energy used since a counter started, when there is one: the GPU's (NVML) on the device, the
+  // CPU packages' (RAPL, every process on them) on the host; energy_source() names it, or says
+  // why there is none (run_info.json's "energy").
   virtual std::optional<double> energy_j() const { return std::nullopt; }
+  virtual std::string energy_source() const { return "none"; }
 
   // Sharded runs (fsdp full, hybrid): binds the plan's Gather, Release and ReduceScatter ops
   // (fsdp/sharding_plan_ops.hpp), run on the comm lane, to this target's memory; the gradient

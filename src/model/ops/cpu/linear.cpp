@@ -87,7 +87,6 @@ void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* 
   cpu::gemm(true, false, OC, IC, N, scale, dout, OC, inp, IC, T(1), dweight, IC);
 }
 
-
 void linear_forward_bf16(float* out, const float* inp, const float* weight, const uint16_t* weight_bf16, int N, int IC,
                          int OC, bool accumulate) {
   if (!cpu::bf16_gemm_available()) {
