@@ -2,9 +2,9 @@
 # The demo as a new user meets it: a bare Debian bookworm root (debootstrap: the base system and
 # nothing else), a fresh clone of this repository's committed HEAD in it, and scripts/demo.sh run
 # there under chroot, timed from its start to its end (the demo's own installs, build, data,
-# both trainings and samples). The root's apt sources are the host's, so packages come from the
-# same Debian mirror. Needs root. Writes bench/results/demo-fresh/summary.md (the time and the
-# end of the demo's output).
+# both trainings and samples). Packages come from deb.debian.org, the mirror debootstrap was
+# given. Needs root. Writes bench/results/demo-fresh/summary.md (the time and the end of the
+# demo's output); the whole output is kept in /var/tmp/asteria-demo-fresh.log.
 #   bench/demo_fresh_machine.sh [WORK_DIR]   (default: a new directory under /var/tmp)
 # Removes exactly what it made: its mounts (by path, in reverse order) and its directory.
 set -euo pipefail
@@ -28,7 +28,6 @@ t0=$(date +%s)
 debootstrap bookworm "$ROOT" http://deb.debian.org/debian > "$WORK/debootstrap.log" 2>&1 \
   || { tail -20 "$WORK/debootstrap.log" >&2; exit 1; }
 log "  $(( $(date +%s) - t0 )) s"
-cp /etc/apt/sources.list.d/debian.sources "$ROOT/etc/apt/sources.list.d/" 2> /dev/null || true
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 for m in proc sys dev dev/pts; do
   case $m in
@@ -54,6 +53,7 @@ end=$(date +%s.%N)
 wall=$(python3 -c "print(round($end - $start, 1))")
 installed_after=$(chroot "$ROOT" dpkg-query -W -f='${Package}\n' | wc -l)
 mkdir -p "$OUT"
+cp "$WORK/demo.log" /var/tmp/asteria-demo-fresh.log
 cpu=$(lscpu | sed -n 's/^Model name: *//p')
 {
   echo "# The demo on a bare machine"
@@ -68,7 +68,11 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p')
   echo "What the demo printed at its end:"
   echo
   echo '```'
-  sed -n '/^eval loss against wall-clock/,$p' "$WORK/demo.log" | grep -v '^step ' | head -80
+  if ((rc == 0)); then
+    sed -n '/^eval loss against wall-clock/,$p' "$WORK/demo.log" | grep -v '^step ' | head -80
+  else
+    tail -30 "$WORK/demo.log"
+  fi
   echo '```'
 } > "$OUT/summary.md"
 log "demo exit $rc, $wall s; wrote $OUT/summary.md"
