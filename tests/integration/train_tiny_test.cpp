@@ -69,6 +69,17 @@ TEST(TrainTiny, LossFallsWellBelowLnVocabAndOutputsAreWritten) {
   // The resolved config is written and reads back to the same config.
   Config again = load_config(dir.file("run/config.yaml"));
   EXPECT_EQ(config_to_yaml(again), config_to_yaml(cfg));
+
+  // run_info.json says which library ran the GEMMs and where the energy figures come from, or
+  // why there are none (then the records carry no energy_j).
+  const nlohmann::json info = nlohmann::json::parse(std::ifstream(dir.file("run/run_info.json")));
+  EXPECT_EQ(info["gemm"]["setting"], "auto");
+  EXPECT_FALSE(info["gemm"]["fp32"].get<std::string>().empty());
+  const std::string energy = info["energy"];
+  EXPECT_FALSE(energy.empty());
+  std::ifstream again_in(dir.file("run/metrics.jsonl"));
+  ASSERT_TRUE(std::getline(again_in, line));
+  EXPECT_EQ(nlohmann::json::parse(line).contains("energy_j"), energy.rfind("RAPL", 0) == 0) << energy;
 }
 
 // Trains the tiny config with `extra` and returns each layer's final parameters.
