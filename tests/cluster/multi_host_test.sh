@@ -153,7 +153,15 @@ say "4. node2's link down: the ranks ended in $ranks_took s, mpirun in $took s: 
 LOSSY=(--set train.steps=6 --set distributed.fsdp=hybrid --set checkpoint.enabled=false --set distributed.timeout_s=120)
 on_hosts "$WORK/clean" "$WORK/clean.log" "${LOSSY[@]}" || fail "clean run: $(tail -5 "$WORK/clean.log")"
 "$CLUSTER" link node2 loss 30
-on_hosts "$WORK/lossy" "$WORK/lossy.log" "${LOSSY[@]}" || fail "the run with 30 % loss failed: $(tail -8 "$WORK/lossy.log")"
+if ! on_hosts "$WORK/lossy" "$WORK/lossy.log" "${LOSSY[@]}"; then
+  # mpirun keeps one TCP link to each host's daemon; under 30 % loss on a loaded machine Open MPI's
+  # launcher can give up on it ("HNP daemon ... Remote daemon ... on node node2") while the job's
+  # ranks are fine. That is the launcher's channel, not Asteria's: one retry, said in the output;
+  # any other failure fails the test.
+  grep -q 'HNP daemon' "$WORK/lossy.log" || fail "the run with 30 % loss failed: $(tail -8 "$WORK/lossy.log")"
+  say "5. mpirun's own link to node2's daemon gave up under 30 % loss (Open MPI's launcher, not the job): one retry"
+  on_hosts "$WORK/lossy" "$WORK/lossy.log" "${LOSSY[@]}" --set run.overwrite=true || fail "the run with 30 % loss failed twice: $(tail -8 "$WORK/lossy.log")"
+fi
 dropped=$("$CLUSTER" link node2 dropped)
 "$CLUSTER" link node2 clear
 ((dropped > 0)) || fail "30 % loss: no packet of node2's was dropped during the run (the loss was not in the way)"
