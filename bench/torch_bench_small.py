@@ -236,8 +236,6 @@ def main():
             "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
             "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE", "(unset)"),
             "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", "(unset)"),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "",
-            "mkldnn_bf16_matmul": bool(torch.backends.mkldnn.is_available() and a.precision == "bf16"),
         }), flush=True)
 
 

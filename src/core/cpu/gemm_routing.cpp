@@ -1,12 +1,8 @@
 // The fp32 GEMM routing (contract: core/cpu/gemm_routing.hpp).
 #include "core/cpu/gemm_routing.hpp"
 
-#include <cblas.h>
-
 #include <atomic>
 #include <cmath>
-#include <mutex>
-#include <optional>
 #include <vector>
 
 #include "core/cpu/onednn_gemm.hpp"
@@ -46,29 +42,9 @@ bool onednn_sgemm_is_right() {
   return true;
 }
 
-GemmRouting resolve(GemmChoice choice) {
-  GemmRouting r;
-  r.choice = choice;
-  r.isa = cpu::onednn_isa();
-  if (choice == GemmChoice::Auto && r.isa != OneDnnIsa::None) {
-    static const bool right = onednn_sgemm_is_right();   // once per process
-    r.onednn_checked = right;
-  }
-  return r;
-}
-
-// Set before a run's compute threads start and read by them after: the release/acquire pair
-// of the pointer publishes the routing it points to.
-std::atomic<const GemmRouting*> current{nullptr};
-std::mutex resolving;
-
-// Each choice resolved once and never written again (a reader may hold it).
-const GemmRouting* resolved(GemmChoice choice) {
-  static std::optional<GemmRouting> slots[3];
-  std::optional<GemmRouting>& slot = slots[static_cast<int>(choice)];
-  if (!slot) slot = resolve(choice);
-  return &*slot;
-}
+// runtime.gemm as the process last set it; read by every GEMM (a relaxed load: a run sets it
+// before its compute threads start).
+std::atomic<GemmChoice> current{GemmChoice::Auto};
 
 }  // namespace
 
@@ -87,17 +63,19 @@ bool runs_bf16_kernels(const GemmRouting& r) {
   return r.choice != GemmChoice::OpenBlas && r.onednn_checked && r.isa == OneDnnIsa::Avx512Bf16;
 }
 
-void set_gemm_choice(GemmChoice choice) {
-  std::lock_guard<std::mutex> lock(resolving);
-  current.store(resolved(choice), std::memory_order_release);
+GemmRouting routing_for(GemmChoice choice) {
+  static const OneDnnIsa isa = cpu::onednn_isa();
+  GemmRouting r{choice, isa, true};
+  if (choice == GemmChoice::Auto && isa != OneDnnIsa::None) {
+    static const bool right = onednn_sgemm_is_right();   // once per process
+    r.onednn_checked = right;
+  }
+  return r;
 }
 
-const GemmRouting& gemm_routing() {
-  const GemmRouting* r = current.load(std::memory_order_acquire);
-  if (r) return *r;
-  set_gemm_choice(GemmChoice::Auto);
-  return *current.load(std::memory_order_acquire);
-}
+void set_gemm_choice(GemmChoice choice) { current.store(choice, std::memory_order_relaxed); }
+
+GemmRouting gemm_routing() { return routing_for(current.load(std::memory_order_relaxed)); }
 
 const char* to_string(GemmChoice c) {
   return c == GemmChoice::OpenBlas ? "openblas" : c == GemmChoice::OneDnn ? "onednn" : "auto";
@@ -113,8 +91,7 @@ const char* to_string(OneDnnIsa isa) {
   return "none";
 }
 
-nlohmann::json gemm_report() {
-  const GemmRouting& r = gemm_routing();
+nlohmann::json gemm_report(const GemmRouting& r) {
   std::string fp32;
   if (r.choice != GemmChoice::Auto) fp32 = to_string(r.choice);
   else if (!r.onednn_checked) fp32 = "openblas (oneDNN failed its self-check)";

@@ -39,19 +39,21 @@ GemmLibrary route_sgemm(const GemmRouting& r, bool trans_a, int K);
 // openblas, nor when oneDNN failed its self-check).
 bool runs_bf16_kernels(const GemmRouting& r);
 
-// The process's routing. Until set_gemm_choice is called it is runtime.gemm's default, auto.
-// set_gemm_choice is called once a run knows its config, before its compute threads start; auto
-// runs the self-check once per process (fp32 products of odd shapes in every transpose against
-// fp64, a few milliseconds): a wrong oneDNN result sends every GEMM to OpenBLAS and
-// gemm_report says why.
+// The routing a choice gives on this machine: oneDNN's ISA, and for auto the self-check, run once
+// per process (fp32 products of odd shapes in every transpose against fp64, a few milliseconds):
+// a wrong oneDNN result sends every GEMM to OpenBLAS and gemm_report says why.
+GemmRouting routing_for(GemmChoice choice);
+
+// The process's routing: runtime.gemm's default, auto, until set_gemm_choice, which a run calls
+// once it knows its config, before its compute threads start.
 void set_gemm_choice(GemmChoice choice);
-const GemmRouting& gemm_routing();
+GemmRouting gemm_routing();
 
 const char* to_string(GemmChoice c);
 const char* to_string(OneDnnIsa isa);
 
-// The routing as run_info.json, --dry-run and the benchmarks print it: the choice, oneDNN's
+// A routing as run_info.json, --dry-run and the benchmarks print it: the choice, oneDNN's
 // version and ISA, whether bf16 GEMMs run in bf16, and the self-check's verdict.
-nlohmann::json gemm_report();
+nlohmann::json gemm_report(const GemmRouting& r = gemm_routing());
 
 }  // namespace asteria

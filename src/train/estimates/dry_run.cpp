@@ -392,8 +392,7 @@ void cpu_section(std::ostream& os, const Config& cfg) {
      << (b["cpu_best_kernels"].get<std::string>().empty() ? "none known" : b["cpu_best_kernels"].get<std::string>())
      << "; OPENBLAS_CORETYPE " << b["openblas_coretype_env"].get<std::string>() << "; runtime.blas " << to_string(cfg.runtime.blas)
      << ")\n";
-  set_gemm_choice(cfg.runtime.gemm);
-  const nlohmann::json g = gemm_report();
+  const nlohmann::json g = gemm_report(routing_for(cfg.runtime.gemm));
   os << "gemm:         fp32 " << g["fp32"].get<std::string>() << "; bf16 " << g["bf16"].get<std::string>() << " (oneDNN "
      << g["onednn"].get<std::string>() << ", " << g["onednn_isa"].get<std::string>() << " kernels; runtime.gemm "
      << g["setting"].get<std::string>() << ")\n\n";

@@ -1,5 +1,6 @@
 #include "model/ops/linear.hpp"
 
+#include <array>
 #include <initializer_list>
 #include <utility>
 
@@ -11,63 +12,51 @@ namespace asteria::ops {
 
 namespace {
 
-// bf16-rounded copies of up to three operands, side by side in the calling thread's workspace:
-// each rounded from its fp32 values, or widened from its bf16 copy when it has one.
-struct Bf16Copies {
-  const float* p[3] = {};
-};
-
 struct Operand {
   const float* values;
   const uint16_t* bf16;   // its bf16 copy, or null
   size_t n;
 };
 
-Bf16Copies rounded_copies(std::initializer_list<Operand> operands) {
-  thread_local Buffer<float> workspace;
+// Up to three operands as E values, side by side in the calling thread's workspace of E (grown
+// once, then reused; each slot 64-byte aligned): in_place(o) is an operand's own data when it can
+// be read as it is (it then takes no slot), else null, and fill(slot, o) writes it into its slot.
+template <class E, class InPlace, class Fill>
+std::array<const E*, 3> staged(std::initializer_list<Operand> operands, InPlace in_place, Fill fill) {
+  constexpr size_t align = 64 / sizeof(E);
+  auto slot_size = [&](const Operand& o) { return in_place(o) ? 0 : (o.n + align - 1) / align * align; };
+  thread_local Buffer<E> workspace;
   size_t total = 0;
-  for (const Operand& o : operands) total += (o.n + 15) / 16 * 16;
+  for (const Operand& o : operands) total += slot_size(o);
   if (workspace.size() < total) workspace.resize(total);
-  Bf16Copies out;
-  float* w = workspace.data();
+  std::array<const E*, 3> out{};
+  E* w = workspace.data();
   int i = 0;
   for (const Operand& o : operands) {
-    out.p[i++] = w;
-    if (o.bf16) {
-      unpack_bf16(w, o.bf16, o.n);
-    } else {
-      round_to_bf16(w, o.values, o.n);
+    if (const E* own = in_place(o)) {
+      out[i++] = own;
+      continue;
     }
-    w += (o.n + 15) / 16 * 16;
+    fill(w, o);
+    out[i++] = w;
+    w += slot_size(o);
   }
   return out;
 }
 
-// bf16 bits of up to three operands, side by side in the calling thread's workspace (grown
-// once, then reused): each packed from its fp32 values, or its bf16 copy read in place.
-struct Bf16Operands {
-  const uint16_t* p[3] = {};
-};
+// The operands rounded to bf16 as fp32 values (for the fp32 GEMM): rounded from their values,
+// or widened from their bf16 copy.
+std::array<const float*, 3> rounded_copies(std::initializer_list<Operand> operands) {
+  return staged<float>(
+      operands, [](const Operand&) -> const float* { return nullptr; },
+      [](float* w, const Operand& o) { o.bf16 ? unpack_bf16(w, o.bf16, o.n) : round_to_bf16(w, o.values, o.n); });
+}
 
-Bf16Operands packed_operands(std::initializer_list<Operand> operands) {
-  thread_local Buffer<uint16_t> workspace;
-  size_t total = 0;
-  for (const Operand& o : operands)
-    if (!o.bf16) total += (o.n + 31) / 32 * 32;
-  if (workspace.size() < total) workspace.resize(total);
-  Bf16Operands out;
-  uint16_t* w = workspace.data();
-  int i = 0;
-  for (const Operand& o : operands) {
-    if (o.bf16) {
-      out.p[i++] = o.bf16;
-      continue;
-    }
-    out.p[i++] = w;
-    pack_bf16(w, o.values, o.n);
-    w += (o.n + 31) / 32 * 32;
-  }
-  return out;
+// The operands' bf16 bits (for the bf16 GEMM): packed from their values, or their bf16 copy read
+// in place.
+std::array<const uint16_t*, 3> packed_operands(std::initializer_list<Operand> operands) {
+  return staged<uint16_t>(
+      operands, [](const Operand& o) { return o.bf16; }, [](uint16_t* w, const Operand& o) { pack_bf16(w, o.values, o.n); });
 }
 
 }  // namespace
@@ -90,28 +79,28 @@ void linear_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* 
 void linear_forward_bf16(float* out, const float* inp, const float* weight, const uint16_t* weight_bf16, int N, int IC,
                          int OC, bool accumulate) {
   if (!cpu::bf16_gemm_available()) {
-    const Bf16Copies h = rounded_copies({{inp, nullptr, size_t(N) * IC}, {weight, weight_bf16, size_t(OC) * IC}});
-    linear_forward(out, h.p[0], h.p[1], N, IC, OC, accumulate);
+    const auto h = rounded_copies({{inp, nullptr, size_t(N) * IC}, {weight, weight_bf16, size_t(OC) * IC}});
+    linear_forward(out, h[0], h[1], N, IC, OC, accumulate);
     return;
   }
-  const Bf16Operands h = packed_operands({{inp, nullptr, size_t(N) * IC}, {weight, weight_bf16, size_t(OC) * IC}});
-  cpu::gemm_bf16(false, true, N, OC, IC, 1.f, h.p[0], IC, h.p[1], IC, accumulate ? 1.f : 0.f, out, OC);
+  const auto h = packed_operands({{inp, nullptr, size_t(N) * IC}, {weight, weight_bf16, size_t(OC) * IC}});
+  cpu::gemm_bf16(false, true, N, OC, IC, 1.f, h[0], IC, h[1], IC, accumulate ? 1.f : 0.f, out, OC);
 }
 
 void linear_backward_bf16(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
                           const uint16_t* weight_bf16, int N, int IC, int OC, float scale, bool accumulate_dinp) {
   const size_t weight_n = dinp ? size_t(OC) * IC : 0;
   if (!cpu::bf16_gemm_available()) {
-    const Bf16Copies h = rounded_copies(
+    const auto h = rounded_copies(
         {{dout, nullptr, size_t(N) * OC}, {inp, nullptr, size_t(N) * IC}, {weight, weight_bf16, weight_n}});
-    linear_backward(dinp, dweight, h.p[0], h.p[1], h.p[2], N, IC, OC, scale, accumulate_dinp);
+    linear_backward(dinp, dweight, h[0], h[1], h[2], N, IC, OC, scale, accumulate_dinp);
     return;
   }
-  const Bf16Operands h = packed_operands(
+  const auto h = packed_operands(
       {{dout, nullptr, size_t(N) * OC}, {inp, nullptr, size_t(N) * IC}, {weight, weight_bf16, weight_n}});
   if (dinp)
-    cpu::gemm_bf16(false, false, N, IC, OC, 1.f, h.p[0], OC, h.p[2], IC, accumulate_dinp ? 1.f : 0.f, dinp, IC);
-  cpu::gemm_bf16(true, false, OC, IC, N, scale, h.p[0], OC, h.p[1], IC, 1.f, dweight, IC);
+    cpu::gemm_bf16(false, false, N, IC, OC, 1.f, h[0], OC, h[2], IC, accumulate_dinp ? 1.f : 0.f, dinp, IC);
+  cpu::gemm_bf16(true, false, OC, IC, N, scale, h[0], OC, h[1], IC, 1.f, dweight, IC);
 }
 
 template void linear_forward<float>(float*, const float*, const float*, int, int, int, bool);
