@@ -15,6 +15,7 @@
 
 #include "core/cpu/blas_kernels.hpp"
 #include "core/error.hpp"
+#include "core/signal_thread.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/topology.hpp"
 #include "config/config.hpp"
@@ -24,6 +25,9 @@
 #include "train/trainer.hpp"
 
 int main(int argc, char** argv) {
+  // Before any thread exists: stop signals must never run their handler inside oneDNN's
+  // GEMM kernels (core/signal_thread.hpp).
+  asteria::route_async_signals_to_signal_thread();
   CLI::App app{"asteria-train: train an OLMo-style language model"};
   std::string config_path;
   std::vector<std::string> overrides;
