@@ -7,6 +7,9 @@
 # lies on it.
 #   bench/lr_sweep.sh [STEPS] [FACTORS]        defaults: 400, "0.5 1 2 0.25"
 #   OPTIMIZERS="soap kl-shampoo" bench/lr_sweep.sh 400 4   extend the grid for some (a best lr on its edge)
+#   SWEEP=bench-batch bench/lr_sweep.sh 100                 the configs/bench-batch-*.yaml family instead (the
+#     tiny model at an OLMo-1B-like 3.2 tokens per parameter a step); results in bench/results/lr-sweep-bench-batch/
+# Evals every STEPS/16 steps (EVAL_EVERY overrides).
 # 16 runs of 400 steps take 3-5 h on a 2-core machine (10-20 min each), often more than a session: every finished run
 # leaves a small record (its eval curve, its CPU, its own step times) in bench/results/lr-sweep/runs/,
 # which is committed, and running the script again skips the runs that have one. The order is
@@ -20,14 +23,17 @@ cd "$(dirname "$0")/.."
 STEPS=${1:-400}
 FACTORS=${2:-0.5 1 2 0.25}
 OPTIMIZERS=${OPTIMIZERS:-adamw soap shampoo kl-shampoo}
-OUT=${ASTERIA_BENCH_OUT:-bench/results/lr-sweep}
-RAW=${ASTERIA_BENCH_RAW:-runs/bench/lr-sweep}
+SWEEP=${SWEEP:-bench-small}
+SUFFIX=""; [[ $SWEEP == bench-small ]] || SUFFIX=-$SWEEP
+EVAL_EVERY=${EVAL_EVERY:-$((STEPS / 16))}
+OUT=${ASTERIA_BENCH_OUT:-bench/results/lr-sweep$SUFFIX}
+RAW=${ASTERIA_BENCH_RAW:-runs/bench/lr-sweep$SUFFIX}
 scripts/setup.sh >/dev/null
-scripts/prepare_data.sh 4096 >/dev/null
+scripts/prepare_data.sh "$(grep -m1 -oE 'tok[0-9]+' "configs/$SWEEP-adamw.yaml" | cut -c4-)" >/dev/null
 mkdir -p "$OUT/runs" "$RAW"
 for f in $FACTORS; do
   for opt in $OPTIMIZERS; do
-    cfg=configs/bench-small-$opt.yaml
+    cfg=configs/$SWEEP-$opt.yaml
     base=$(awk '$1 == "lr:" {print $2; exit}' "$cfg")
     mode=asteria
     [[ $opt == adamw || $opt == muon ]] && mode=native   # no refreshes to move off the critical path
@@ -36,7 +42,7 @@ for f in $FACTORS; do
     [[ -f $record ]] && continue
     dir=$RAW/$opt-lr$lr
     build/bin/asteria-train --config "$cfg" --set "run.dir=$dir" --set run.overwrite=true \
-      --set "train.steps=$STEPS" --set train.eval_every=25 --set "optim.lr=$lr" --set "runtime.mode=$mode" | tail -1
+      --set "train.steps=$STEPS" --set "train.eval_every=$EVAL_EVERY" --set "optim.lr=$lr" --set "runtime.mode=$mode" | tail -1
     # Which machine ran it: the sweep spans sessions, and a run's own clock compares only on one CPU.
     # (The model name alone is often just "Intel(R) Xeon(R) Processor": the vector width is named too.)
     isa=AVX2; grep -qw avx512f /proc/cpuinfo && isa=AVX-512
@@ -44,4 +50,4 @@ for f in $FACTORS; do
       "$(lscpu | awk -F': +' '/^Model name/ {print $2}') $isa, $(nproc) cores" "$(git rev-parse --short HEAD)"
   done
 done
-/usr/bin/python3 bench/lr_sweep_summary.py "$OUT" "$STEPS" bench/results/flat-steps/summary.json
+/usr/bin/python3 bench/lr_sweep_summary.py "$OUT" "$STEPS" "bench/results/flat-steps$SUFFIX/summary.json" "$SWEEP"

@@ -9,13 +9,14 @@ optimizer and mode in bench/flat_steps.sh, which measures all of them in one run
 the loss per step is independent of timing, so this is the comparison that survives a sweep
 spread over sessions and machines.
 
-usage: lr_sweep_summary.py OUT_DIR STEPS FLAT_STEPS_SUMMARY_JSON
+usage: lr_sweep_summary.py OUT_DIR STEPS FLAT_STEPS_SUMMARY_JSON [SWEEP]   (SWEEP: the configs' family, bench-small)
 """
 import json
 import pathlib
 import sys
 
 out, steps, flat = pathlib.Path(sys.argv[1]), int(sys.argv[2]), pathlib.Path(sys.argv[3])
+sweep = sys.argv[4] if len(sys.argv) > 4 else "bench-small"
 runs = {}
 for f in sorted((out / "runs").glob("*.json")):
     r = json.loads(f.read_text())
@@ -33,7 +34,7 @@ if flat.exists():
 def timed_key(r):
     return r["optimizer"] if r["mode"] == "native" else f"{r['optimizer']}-{r['mode']}"
 
-lines = [f"# lr sweep, bench-small, {steps} steps (bench/lr_sweep.sh)", "",
+lines = [f"# lr sweep, {sweep}, {steps} steps (bench/lr_sweep.sh)", "",
          "| optimizer | mode | lr | final eval loss | final train loss | own mean step s | machine |",
          "|---|---|---|---|---|---|---|"]
 best = {}
@@ -103,7 +104,7 @@ try:
         ax.axhline(best["adamw"][1]["evals"][-1][2], color="gray", lw=0.8, ls="--")
     ax.set_xlabel("wall-clock (s): steps x the step time of bench/flat_steps.sh")
     ax.set_ylabel("eval loss")
-    ax.set_title(f"bench-small, best lr of each optimizer, {steps} steps")
+    ax.set_title(f"{sweep}, best lr of each optimizer, {steps} steps")
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "eval_vs_wallclock.png", dpi=120)
