@@ -96,13 +96,16 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    # Timed where bench/flat_steps.sh measured every best run's step, else each run's own clock.
+    timed_all = all(step_s.get(timed_key(r)) for _, r, _ in best.values())
     for opt, (lr, r, _) in best.items():
         per = step_s.get(timed_key(r))
-        if per:
-            ax.plot([s * per for s, _, _ in r["evals"]], [l for _, _, l in r["evals"]], label=f"{opt} (lr {lr:g})")
+        xs = [s * per for s, _, _ in r["evals"]] if timed_all else [t for _, t, _ in r["evals"]]
+        ax.plot(xs, [l for _, _, l in r["evals"]], label=f"{opt} (lr {lr:g})")
     if "adamw" in best:
         ax.axhline(best["adamw"][1]["evals"][-1][2], color="gray", lw=0.8, ls="--")
-    ax.set_xlabel("wall-clock (s): steps x the step time of bench/flat_steps.sh")
+    ax.set_xlabel("wall-clock (s): steps x the step time of bench/flat_steps.sh" if timed_all
+                  else "wall-clock (s): each run's own clock (no bench/flat_steps.sh figures yet)")
     ax.set_ylabel("eval loss")
     ax.set_title(f"{sweep}, best lr of each optimizer, {steps} steps")
     ax.legend()
