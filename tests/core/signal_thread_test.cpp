@@ -8,7 +8,6 @@
 // this binary: the disabled test below, which the first test starts.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +25,7 @@
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_routing.hpp"
 #include "core/signal_thread.hpp"
+#include "test_util.hpp"
 
 namespace asteria {
 namespace {
@@ -45,18 +45,13 @@ int threads_of_this_process() {
 }
 
 TEST(SignalThread, SignalsDuringOneDnnGemmsRunOnTheSignalThreadAndChangeNothing) {
-  std::string out;
   // A corrupted heap can also deadlock the OpenMP team instead of aborting: bounded.
-  const std::string cmd = "timeout 120 " + std::string(ASTERIA_BIN_DIR) +
-                          "/test_core --gtest_also_run_disabled_tests "
-                          "--gtest_filter=SignalThread.DISABLED_SignalStormDuringOneDnnGemms 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  std::string out;
+  const int rc = testing::run_command("timeout 120 " + std::string(ASTERIA_BIN_DIR) +
+                                 "/test_core --gtest_also_run_disabled_tests "
+                                 "--gtest_filter=SignalThread.DISABLED_SignalStormDuringOneDnnGemms",
+                             &out);
+  EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("[  PASSED  ] 1 test"), std::string::npos) << out;
 }
 
