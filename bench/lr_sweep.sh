@@ -9,6 +9,8 @@
 #   OPTIMIZERS="soap kl-shampoo" bench/lr_sweep.sh 400 4   extend the grid for some (a best lr on its edge)
 #   SWEEP=bench-batch bench/lr_sweep.sh 100                 the configs/bench-batch-*.yaml family instead (the
 #     tiny model at an OLMo-1B-like 3.2 tokens per parameter a step); results in bench/results/lr-sweep-bench-batch/
+#   MODE=native OPTIMIZERS="soap shampoo kl-shampoo" bench/lr_sweep.sh 400 1   the second-order ones in native mode
+#     (synchronous refreshes) at their shipped lr, recorded beside the asteria runs as OPT-native-lrLR.json
 # Evals every STEPS/16 steps (EVAL_EVERY overrides).
 # 16 runs of 400 steps take 3-5 h on a 2-core machine (10-20 min each), often more than a session: every finished run
 # leaves a small record (its eval curve, its CPU, its own step times) in bench/results/lr-sweep/runs/,
@@ -37,10 +39,12 @@ for f in $FACTORS; do
     base=$(awk '$1 == "lr:" {print $2; exit}' "$cfg")
     mode=asteria
     [[ $opt == adamw || $opt == muon ]] && mode=native   # no refreshes to move off the critical path
+    tag=$opt
+    if [[ -n ${MODE:-} && $MODE != "$mode" ]]; then mode=$MODE; tag=$opt-$MODE; fi
     lr=$(python3 -c "print(f'{$base * $f:.3g}')")
-    record=$OUT/runs/$opt-lr$lr.json
+    record=$OUT/runs/$tag-lr$lr.json
     [[ -f $record ]] && continue
-    dir=$RAW/$opt-lr$lr
+    dir=$RAW/$tag-lr$lr
     build/bin/asteria-train --config "$cfg" --set "run.dir=$dir" --set run.overwrite=true \
       --set "train.steps=$STEPS" --set "train.eval_every=$EVAL_EVERY" --set "optim.lr=$lr" --set "runtime.mode=$mode" | tail -1
     # Which machine ran it: the sweep spans sessions, and a run's own clock compares only on one CPU.

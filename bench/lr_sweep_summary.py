@@ -2,6 +2,8 @@
 """Summary of bench/lr_sweep.sh from its per-run records: final eval loss per optimizer and lr,
 each optimizer's best lr, steps and wall-clock of the best runs to reach AdamW's best final eval
 loss (and the ratio to AdamW's), and a plot of eval loss vs wall-clock for the four best runs.
+Runs in a mode other than the optimizer's sweep mode (MODE=native bench/lr_sweep.sh: a second-order
+optimizer with synchronous refreshes) are a variant of their own, "soap native", beside "soap".
 
 Wall-clock comes two ways. "own clock" is each run's elapsed time, which compares only between
 runs on the same CPU with nothing else running. "timed" is steps x the mean step time of that
@@ -17,11 +19,15 @@ import sys
 
 out, steps, flat = pathlib.Path(sys.argv[1]), int(sys.argv[2]), pathlib.Path(sys.argv[3])
 sweep = sys.argv[4] if len(sys.argv) > 4 else "bench-small"
-runs = {}
+def sweep_mode(opt):  # the mode bench/lr_sweep.sh runs an optimizer in unless MODE says otherwise
+    return "native" if opt in ("adamw", "muon") else "asteria"
+
+runs = {}  # variant ("soap", or "soap native" off its sweep mode) -> lr -> record
 for f in sorted((out / "runs").glob("*.json")):
     r = json.loads(f.read_text())
     if r["steps"] == steps:
-        runs.setdefault(r["optimizer"], {})[r["lr"]] = r
+        variant = r["optimizer"] if r["mode"] == sweep_mode(r["optimizer"]) else f"{r['optimizer']} {r['mode']}"
+        runs.setdefault(variant, {})[r["lr"]] = r
 step_s = {}
 # The CPU the step times were measured on (the "cpu:" line of summary.txt beside the JSON).
 flat_txt = flat.with_name("summary.txt")
@@ -31,8 +37,8 @@ if flat.exists():
     for r in json.loads(flat.read_text())["runs"]:
         step_s[r["run"]] = r["step_time_mean_s"]
 
-def timed_key(r):
-    return r["optimizer"] if r["mode"] == "native" else f"{r['optimizer']}-{r['mode']}"
+def timed_key(r):  # the run's name in bench/flat_steps.sh: adamw, soap-native, soap-asteria, ...
+    return "adamw" if r["optimizer"] == "adamw" else f"{r['optimizer']}-{r['mode']}"
 
 lines = [f"# lr sweep, {sweep}, {steps} steps (bench/lr_sweep.sh)", "",
          "| optimizer | mode | lr | final eval loss | final train loss | own mean step s | machine |",
@@ -40,12 +46,12 @@ lines = [f"# lr sweep, {sweep}, {steps} steps (bench/lr_sweep.sh)", "",
 best = {}
 for opt, by_lr in runs.items():
     for lr, r in sorted(by_lr.items()):
-        lines.append(f"| {opt} | {r['mode']} | {lr:g} | {r['evals'][-1][2]:.4f} | {r['final_train_loss']:.4f} | "
+        lines.append(f"| {r['optimizer']} | {r['mode']} | {lr:g} | {r['evals'][-1][2]:.4f} | {r['final_train_loss']:.4f} | "
                      f"{r['step_time_mean_s']:.2f} | {r['machine']} |")
     lr = min(by_lr, key=lambda k: by_lr[k]["evals"][-1][2])
     edge = " (grid edge)" if len(by_lr) > 1 and lr in (min(by_lr), max(by_lr)) else ""
-    if len(by_lr) < 4:
-        edge += f" ({len(by_lr)} of 4 lrs run)"
+    if len(by_lr) == 1 and opt == by_lr[lr]["optimizer"]:
+        edge += " (the only lr run: not bracketed)"
     best[opt] = (lr, by_lr[lr], edge)
 
 def reach(evals, target):  # first eval at or below target, interpolated in steps and time
@@ -98,10 +104,14 @@ try:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     # Timed where bench/flat_steps.sh measured every best run's step, else each run's own clock.
     timed_all = all(step_s.get(timed_key(r)) for _, r, _ in best.values())
+    colors = {}
     for opt, (lr, r, _) in best.items():
         per = step_s.get(timed_key(r))
         xs = [s * per for s, _, _ in r["evals"]] if timed_all else [t for _, t, _ in r["evals"]]
-        ax.plot(xs, [l for _, _, l in r["evals"]], label=f"{opt} (lr {lr:g})")
+        # A variant off the sweep mode (soap native) dashed, in its optimizer's colour.
+        color = colors.setdefault(r["optimizer"], f"C{len(colors)}")
+        ax.plot(xs, [l for _, _, l in r["evals"]], color=color, ls="-" if opt == r["optimizer"] else "--",
+                label=f"{opt} (lr {lr:g})")
     if "adamw" in best:
         ax.axhline(best["adamw"][1]["evals"][-1][2], color="gray", lw=0.8, ls="--")
     ax.set_xlabel("wall-clock (s): steps x the step time of bench/flat_steps.sh" if timed_all
