@@ -28,7 +28,7 @@ for f in sorted((out / "runs").glob("*.json")):
     if r["steps"] == steps:
         variant = r["optimizer"] if r["mode"] == sweep_mode(r["optimizer"]) else f"{r['optimizer']} {r['mode']}"
         runs.setdefault(variant, {})[r["lr"]] = r
-step_s = {}
+step_s, flat_runs = {}, {}
 # The CPU the step times were measured on (the "cpu:" line of summary.txt beside the JSON).
 flat_txt = flat.with_name("summary.txt")
 flat_cpu = next((l[5:].strip() for l in flat_txt.read_text().splitlines() if l.startswith("cpu: ")),
@@ -36,6 +36,7 @@ flat_cpu = next((l[5:].strip() for l in flat_txt.read_text().splitlines() if l.s
 if flat.exists():
     for r in json.loads(flat.read_text())["runs"]:
         step_s[r["run"]] = r["step_time_mean_s"]
+        flat_runs[r["run"]] = r
 
 def timed_key(r):  # the run's name in bench/flat_steps.sh: adamw, soap-native, soap-asteria, ...
     return "adamw" if r["optimizer"] == "adamw" else f"{r['optimizer']}-{r['mode']}"
@@ -68,7 +69,8 @@ def reach(evals, target):  # first eval at or below target, interpolated in step
 
 summary = {}
 lines += ["", "| optimizer | best lr | final eval loss | steps to AdamW's best | vs AdamW | "
-          "timed s to it | vs AdamW | own-clock s to it | vs AdamW |", "|---|---|---|---|---|---|---|---|---|"]
+          "timed s to it | vs AdamW | own-clock s to it | vs AdamW | step p95/median | mean step vs native |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
 if "adamw" in best:
     target = best["adamw"][1]["evals"][-1][2]
     base = reach(best["adamw"][1]["evals"], target)
@@ -77,17 +79,23 @@ if "adamw" in best:
         hit = reach(r["evals"], target)
         per = step_s.get(timed_key(r))
         timed = hit[0] * per if hit and per else None
+        # The flat-step figures of this optimizer and mode: flatness, and its mean step against native's.
+        flat_run, native = flat_runs.get(timed_key(r)), flat_runs.get(f"{r['optimizer']}-native")
+        p95 = flat_run["p95_over_median"] if flat_run else None
+        vs_native = flat_run["step_time_mean_s"] / native["step_time_mean_s"] if flat_run and native else None
         row = {"lr": lr, "mode": r["mode"], "final_eval_loss": r["evals"][-1][2],
                "steps_to_target": hit[0] if hit else None, "steps_vs_adamw": hit[0] / base[0] if hit else None,
                "timed_s_to_target": timed, "timed_vs_adamw": timed / base_timed if timed and base_timed else None,
                "own_clock_s_to_target": hit[1] if hit else None,
-               "own_clock_vs_adamw": hit[1] / base[1] if hit else None, "machine": r["machine"]}
+               "own_clock_vs_adamw": hit[1] / base[1] if hit else None,
+               "step_p95_over_median": p95, "mean_step_vs_native": vs_native, "machine": r["machine"]}
         summary[opt] = row
         fmt = lambda v, f: "-" if v is None else format(v, f)
         lines.append(f"| {opt} | {lr:g}{edge} | {row['final_eval_loss']:.4f} | "
                      f"{fmt(row['steps_to_target'], '.0f') if hit else 'not reached'} | {fmt(row['steps_vs_adamw'], '.2f')} | "
                      f"{fmt(timed, '.0f')} | {fmt(row['timed_vs_adamw'], '.2f')} | "
-                     f"{fmt(row['own_clock_s_to_target'], '.0f')} | {fmt(row['own_clock_vs_adamw'], '.2f')} |")
+                     f"{fmt(row['own_clock_s_to_target'], '.0f')} | {fmt(row['own_clock_vs_adamw'], '.2f')} | "
+                     f"{fmt(p95, '.2f')} | {fmt(vs_native, '.3f')} |")
     lines += ["", f"Target: AdamW's best final eval loss, {target:.4f}. Timed step means (bench/flat_steps.sh, "
               f"{flat}, on {flat_cpu}): " + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(step_s.items()))]
 machines = sorted({r["machine"] for _, r, _ in best.values()})
