@@ -51,8 +51,8 @@ for opt, by_lr in runs.items():
                      f"{r['step_time_mean_s']:.2f} | {r['machine']} |")
     lr = min(by_lr, key=lambda k: by_lr[k]["evals"][-1][2])
     edge = " (grid edge)" if len(by_lr) > 1 and lr in (min(by_lr), max(by_lr)) else ""
-    if len(by_lr) == 1 and opt == by_lr[lr]["optimizer"]:
-        edge += " (the only lr run: not bracketed)"
+    if len(by_lr) == 1:
+        edge += " (the only lr run)"
     best[opt] = (lr, by_lr[lr], edge)
 
 def reach(evals, target):  # first eval at or below target, interpolated in steps and time
