@@ -11,6 +11,8 @@
 #     tiny model at an OLMo-1B-like 3.2 tokens per parameter a step); results in bench/results/lr-sweep-bench-batch/
 #   MODE=native OPTIMIZERS="soap shampoo kl-shampoo" bench/lr_sweep.sh 400 1   the second-order ones in native mode
 #     (synchronous refreshes) at their shipped lr, recorded beside the asteria runs as OPT-native-lrLR.json
+#   SET="optim.kl_init_factor=0.1" OPTIMIZERS=kl-shampoo bench/lr_sweep.sh 100 1   other settings than the config's
+#     (KEY=VALUE ..., each a --set), a variant of its own: OPT-kl_init_factor0.1-lrLR.json
 # Evals every STEPS/16 steps (EVAL_EVERY overrides).
 # 16 runs of 400 steps take 3-5 h on a 2-core machine (10-20 min each), often more than a session: every finished run
 # leaves a small record (its eval curve, its CPU, its own step times) in bench/results/lr-sweep/runs/,
@@ -41,17 +43,20 @@ for f in $FACTORS; do
     [[ $opt == adamw || $opt == muon ]] && mode=native   # no refreshes to move off the critical path
     tag=$opt
     if [[ -n ${MODE:-} && $MODE != "$mode" ]]; then mode=$MODE; tag=$opt-$MODE; fi
+    sets=()
+    for kv in ${SET:-}; do sets+=(--set "$kv"); tag=$tag-${kv#*.}; done
+    tag=${tag//=/}
     lr=$(python3 -c "print(f'{$base * $f:.3g}')")
     record=$OUT/runs/$tag-lr$lr.json
     [[ -f $record ]] && continue
     dir=$RAW/$tag-lr$lr
     build/bin/asteria-train --config "$cfg" --set "run.dir=$dir" --set run.overwrite=true \
-      --set "train.steps=$STEPS" --set "train.eval_every=$EVAL_EVERY" --set "optim.lr=$lr" --set "runtime.mode=$mode" | tail -1
+      --set "train.steps=$STEPS" --set "train.eval_every=$EVAL_EVERY" --set "optim.lr=$lr" --set "runtime.mode=$mode" "${sets[@]}" | tail -1
     # Which machine ran it: the sweep spans sessions, and a run's own clock compares only on one CPU.
     # (The model name alone is often just "Intel(R) Xeon(R) Processor": the vector width is named too.)
     isa=AVX2; grep -qw avx512f /proc/cpuinfo && isa=AVX-512
     /usr/bin/python3 bench/lr_sweep_record.py "$dir/metrics.jsonl" "$record" "$opt" "$lr" "$mode" "$STEPS" \
-      "$(lscpu | awk -F': +' '/^Model name/ {print $2}') $isa, $(nproc) cores" "$(git rev-parse --short HEAD)"
+      "$(lscpu | awk -F': +' '/^Model name/ {print $2}') $isa, $(nproc) cores" "$(git rev-parse --short HEAD)" "${SET:-}"
   done
 done
 /usr/bin/python3 bench/lr_sweep_summary.py "$OUT" "$STEPS" "bench/results/flat-steps$SUFFIX/summary.json" "$SWEEP"

@@ -3,7 +3,8 @@
 each optimizer's best lr, steps and wall-clock of the best runs to reach AdamW's best final eval
 loss (and the ratio to AdamW's), and a plot of eval loss vs wall-clock for the four best runs.
 Runs in a mode other than the optimizer's sweep mode (MODE=native bench/lr_sweep.sh: a second-order
-optimizer with synchronous refreshes) are a variant of their own, "soap native", beside "soap".
+optimizer with synchronous refreshes) are a variant of their own, "soap native", beside "soap"; so
+are runs with settings other than their config's (SET=), "kl-shampoo optim.kl_init_factor=0.1".
 
 Wall-clock comes two ways. "own clock" is each run's elapsed time, which compares only between
 runs on the same CPU with nothing else running. "timed" is steps x the mean step time of that
@@ -26,7 +27,8 @@ runs = {}  # variant ("soap", or "soap native" off its sweep mode) -> lr -> reco
 for f in sorted((out / "runs").glob("*.json")):
     r = json.loads(f.read_text())
     if r["steps"] == steps:
-        variant = r["optimizer"] if r["mode"] == sweep_mode(r["optimizer"]) else f"{r['optimizer']} {r['mode']}"
+        variant = " ".join([r["optimizer"]] + ([r["mode"]] if r["mode"] != sweep_mode(r["optimizer"]) else [])
+                           + ([r["settings"]] if r.get("settings") else []))
         runs.setdefault(variant, {})[r["lr"]] = r
 step_s, flat_runs = {}, {}
 # The CPU the step times were measured on (the "cpu:" line of summary.txt beside the JSON).
@@ -116,9 +118,10 @@ try:
     for opt, (lr, r, _) in best.items():
         per = step_s.get(timed_key(r))
         xs = [s * per for s, _, _ in r["evals"]] if timed_all else [t for _, t, _ in r["evals"]]
-        # A variant off the sweep mode (soap native) dashed, in its optimizer's colour.
+        # Variants in their optimizer's colour: off the sweep mode (soap native) dashed, other settings dotted.
         color = colors.setdefault(r["optimizer"], f"C{len(colors)}")
-        ax.plot(xs, [l for _, _, l in r["evals"]], color=color, ls="-" if opt == r["optimizer"] else "--",
+        ls = ":" if r.get("settings") else "-" if opt == r["optimizer"] else "--"
+        ax.plot(xs, [l for _, _, l in r["evals"]], color=color, ls=ls,
                 label=f"{opt} (lr {lr:g})")
     if "adamw" in best:
         ax.axhline(best["adamw"][1]["evals"][-1][2], color="gray", lw=0.8, ls="--")
