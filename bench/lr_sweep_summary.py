@@ -30,6 +30,7 @@ for f in sorted((out / "runs").glob("*.json")):
         variant = " ".join([r["optimizer"]] + ([r["mode"]] if r["mode"] != sweep_mode(r["optimizer"]) else [])
                            + ([r["settings"]] if r.get("settings") else []))
         runs.setdefault(variant, {})[r["lr"]] = r
+runs = dict(sorted(runs.items()))   # variants beside their optimizer: "kl-shampoo", then "kl-shampoo native"
 step_s, flat_runs = {}, {}
 # The CPU the step times were measured on (the "cpu:" line of summary.txt beside the JSON).
 flat_txt = flat.with_name("summary.txt")
@@ -44,12 +45,12 @@ def timed_key(r):  # the run's name in bench/flat_steps.sh: adamw, soap-native, 
     return "adamw" if r["optimizer"] == "adamw" else f"{r['optimizer']}-{r['mode']}"
 
 lines = [f"# lr sweep, {sweep}, {steps} steps (bench/lr_sweep.sh)", "",
-         "| optimizer | mode | lr | final eval loss | final train loss | own mean step s | machine |",
-         "|---|---|---|---|---|---|---|"]
+         "| optimizer | mode | other settings | lr | final eval loss | final train loss | own mean step s | machine |",
+         "|---|---|---|---|---|---|---|---|"]
 best = {}
 for opt, by_lr in runs.items():
     for lr, r in sorted(by_lr.items()):
-        lines.append(f"| {r['optimizer']} | {r['mode']} | {lr:g} | {r['evals'][-1][2]:.4f} | {r['final_train_loss']:.4f} | "
+        lines.append(f"| {r['optimizer']} | {r['mode']} | {r.get('settings') or '-'} | {lr:g} | {r['evals'][-1][2]:.4f} | {r['final_train_loss']:.4f} | "
                      f"{r['step_time_mean_s']:.2f} | {r['machine']} |")
     lr = min(by_lr, key=lambda k: by_lr[k]["evals"][-1][2])
     edge = " (grid edge)" if len(by_lr) > 1 and lr in (min(by_lr), max(by_lr)) else ""
