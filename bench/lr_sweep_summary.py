@@ -50,8 +50,8 @@ lines = [f"# lr sweep, {sweep}, {steps} steps (bench/lr_sweep.sh)", "",
 best = {}
 for opt, by_lr in runs.items():
     for lr, r in sorted(by_lr.items()):
-        lines.append(f"| {r['optimizer']} | {r['mode']} | {r.get('settings') or '-'} | {lr:g} | {r['evals'][-1][2]:.4f} | {r['final_train_loss']:.4f} | "
-                     f"{r['step_time_mean_s']:.2f} | {r['machine']} |")
+        lines.append(f"| {r['optimizer']} | {r['mode']} | {r.get('settings') or '-'} | {lr:g} | {r['evals'][-1][2]:.4f} | "
+                     f"{r['final_train_loss']:.4f} | {r['step_time_mean_s']:.2f} | {r['machine']} |")
     lr = min(by_lr, key=lambda k: by_lr[k]["evals"][-1][2])
     edge = " (grid edge)" if len(by_lr) > 1 and lr in (min(by_lr), max(by_lr)) else ""
     if len(by_lr) == 1:
