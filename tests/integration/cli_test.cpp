@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "test_util.hpp"
@@ -26,6 +27,30 @@ TEST(Cli, DryRunReportsParamsMemoryAndFlops) {
   EXPECT_NE(out.find("optimizer state:"), std::string::npos);
   EXPECT_NE(out.find("activations:"), std::string::npos);
   EXPECT_NE(out.find("training FLOPs per token:"), std::string::npos);
+}
+
+// Every config under configs/ is one users run as shipped: each must validate. The continue
+// recipes start from a downloaded Hugging Face folder (model.init_from, relative to the working
+// directory) that is not here; where it is absent they must fail on exactly that, naming the key.
+TEST(Cli, EveryShippedConfigValidates) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kConfigs)) {
+    if (entry.path().extension() != ".yaml") continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string out;
+    const int rc = run_command(kTrain + " --config " + entry.path().string() + " --dry-run", &out);
+    const bool folder_missing = text.find("init_from:") != std::string::npos && rc != 0;
+    if (folder_missing) {
+      EXPECT_EQ(1, rc) << entry.path() << "\n" << out;
+      EXPECT_NE(out.find("model.init_from"), std::string::npos) << entry.path() << "\n" << out;
+      EXPECT_NE(out.find("no config.json there"), std::string::npos) << entry.path() << "\n" << out;
+    } else {
+      EXPECT_EQ(0, rc) << entry.path() << "\n" << out;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 17);
 }
 
 TEST(Cli, PrintPlanListsOpsPerLayer) {
