@@ -31,15 +31,13 @@ for f in sorted((out / "runs").glob("*.json")):
                            + ([r["settings"]] if r.get("settings") else []))
         runs.setdefault(variant, {})[r["lr"]] = r
 runs = dict(sorted(runs.items()))   # variants beside their optimizer: "kl-shampoo", then "kl-shampoo native"
-step_s, flat_runs = {}, {}
 # The CPU the step times were measured on (the "cpu:" line of summary.txt beside the JSON).
 flat_txt = flat.with_name("summary.txt")
 flat_cpu = next((l[5:].strip() for l in flat_txt.read_text().splitlines() if l.startswith("cpu: ")),
                 "CPU not recorded") if flat_txt.exists() else "CPU not recorded"
-if flat.exists():
-    for r in json.loads(flat.read_text())["runs"]:
-        step_s[r["run"]] = r["step_time_mean_s"]
-        flat_runs[r["run"]] = r
+# bench/flat_steps.sh's runs by name, and their mean steps.
+flat_runs = {r["run"]: r for r in json.loads(flat.read_text())["runs"]} if flat.exists() else {}
+step_s = {k: r["step_time_mean_s"] for k, r in flat_runs.items()}
 
 def timed_key(r):  # the run's name in bench/flat_steps.sh: adamw, soap-native, soap-asteria, ...
     return "adamw" if r["optimizer"] == "adamw" else f"{r['optimizer']}-{r['mode']}"
